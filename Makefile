@@ -1,0 +1,46 @@
+# libception - top-level build.
+#   make                      build everything into build/ (same layout as an install)
+#   make install PREFIX=DIR   install bin/, lib/ and share/libception under DIR (honours DESTDIR)
+#   make test                 install what the tests need (Debian 12, as root), build, run all tests
+#   make demo                 the one-command benchmark: nginx vs nginx under libception on an emulated disk
+PREFIX     ?= /usr/local
+COMPONENTS  = preload receptiond hddsim vidload
+BUILD       = $(CURDIR)/build
+
+.PHONY: all $(COMPONENTS) install test check demo deps clean
+
+all: $(COMPONENTS)
+	@$(MAKE) --no-print-directory install PREFIX=$(BUILD) DESTDIR= LINK_HARNESS=1 >/dev/null
+
+$(COMPONENTS):
+	$(MAKE) -C $@
+
+install: $(COMPONENTS)
+	for c in $(COMPONENTS); do $(MAKE) -C $$c install PREFIX=$(PREFIX) || exit 1; done
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/libception
+	install -m 755 harness/bin/libception $(DESTDIR)$(PREFIX)/bin/libception
+ifeq ($(LINK_HARNESS),1)
+	ln -sfn $(CURDIR)/harness $(DESTDIR)$(PREFIX)/share/libception/harness
+else
+	rm -rf $(DESTDIR)$(PREFIX)/share/libception/harness
+	cp -r harness $(DESTDIR)$(PREFIX)/share/libception/harness
+	find $(DESTDIR)$(PREFIX)/share/libception/harness -name __pycache__ -prune -exec rm -rf {} +
+endif
+
+deps:
+	scripts/install-deps.sh
+
+# C unit tests of each component, without the system-level suite.
+check: all
+	for c in $(COMPONENTS); do $(MAKE) -C $$c check || exit 1; done
+
+test: deps
+	$(MAKE) all WERROR=1
+	tests/run
+
+demo: deps all
+	build/bin/libception bench demo
+
+clean:
+	for c in $(COMPONENTS); do $(MAKE) -C $$c clean; done
+	rm -rf build

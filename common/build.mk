@@ -1,0 +1,14 @@
+# build.mk - settings shared by every component's Makefile.
+# Each component Makefile sets TOP (the repository root) and includes this.
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR   = $(DESTDIR)$(PREFIX)/bin
+LIBDIR   = $(DESTDIR)$(PREFIX)/lib
+SHAREDIR = $(DESTDIR)$(PREFIX)/share/libception
+
+# Warnings are errors when WERROR=1 (make test sets it), so a fresh
+# compiler's new warning does not break a user's plain `make`.
+WARN = -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror)
+LC_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) -I$(TOP)/common $(CFLAGS)

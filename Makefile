@@ -32,7 +32,7 @@ deps:
 
 # C unit tests of each component, without the system-level suite.
 check: all
-	for c in $(COMPONENTS); do $(MAKE) -C $$c check || exit 1; done
+	for c in common $(COMPONENTS); do $(MAKE) -C $$c check || exit 1; done
 
 test: deps
 	$(MAKE) all WERROR=1
@@ -42,5 +42,5 @@ demo: deps all
 	build/bin/libception bench demo
 
 clean:
-	for c in $(COMPONENTS); do $(MAKE) -C $$c clean; done
+	for c in common $(COMPONENTS); do $(MAKE) -C $$c clean; done
 	rm -rf build

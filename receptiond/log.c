@@ -1,0 +1,66 @@
+/* log.c - one line per event, prefixed, written with a single write(2) so
+ * lines from the worker threads never interleave. */
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int log_fd = 2;
+
+int rd_log_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (log_fd > 2)
+		close(log_fd);
+	log_fd = fd;
+	return 0;
+}
+
+static void vlog(const char *fmt, va_list ap)
+{
+	char line[1024];
+	int saved = errno;
+	int n = snprintf(line, sizeof line, "receptiond: ");
+	int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+	if (m < 0)
+		m = 0;
+	size_t len = (size_t)n + ((size_t)m < sizeof line - (size_t)n - 1 ? (size_t)m
+	                                                               : sizeof line - (size_t)n - 2);
+	line[len++] = '\n';
+	ssize_t w = write(log_fd, line, len);
+	(void)w;
+	errno = saved;
+}
+
+void rd_log(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}
+
+void rd_log_limited(int *last_sec, unsigned *suppressed, const char *fmt, ...)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if ((int)ts.tv_sec == *last_sec) {
+		__atomic_add_fetch(suppressed, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	*last_sec = (int)ts.tv_sec;
+	unsigned s = __atomic_exchange_n(suppressed, 0, __ATOMIC_RELAXED);
+	if (s)
+		rd_log("(%u similar lines suppressed)", s);
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(fmt, ap);
+	va_end(ap);
+}

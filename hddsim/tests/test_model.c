@@ -1,0 +1,279 @@
+/*
+ * test_model.c - unit tests of the disk model on a virtual clock: no real
+ * time passes, every instant is chosen by the test.
+ * Usage: test_model DRIVES.CONF
+ */
+#include "../drives.h"
+#include "../model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int failures;
+static const char *conf;
+
+#define CHECK(cond, ...) do { \
+	if (!(cond)) { \
+		failures++; \
+		printf("test_model: FAIL %s:%d: ", __FILE__, __LINE__); \
+		printf(__VA_ARGS__); \
+		printf("\n"); \
+	} \
+} while (0)
+
+static void load(struct model *m, const char *name, void (*tweak)(struct drive *))
+{
+	struct drive d;
+	char err[256];
+	if (drives_load(conf, name, &d, err, sizeof err)) {
+		printf("test_model: %s\n", err);
+		exit(1);
+	}
+	if (tweak)
+		tweak(&d);
+	if (model_init(m, &d, err, sizeof err)) {
+		printf("test_model: %s\n", err);
+		exit(1);
+	}
+}
+
+/* Deterministic pseudo-random numbers (xorshift) so runs repeat exactly. */
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+	return rng;
+}
+
+/* Mean time of single-page reads alternating between two points x apart,
+ * with random idle gaps so the platter phase is random at each start. */
+static double mean_access_ms(struct model *m, double x)
+{
+	uint64_t C = m->d.capacity;
+	uint64_t span = (uint64_t)(x * (double)C) - (x >= 1 ? C / 500 : 0);
+	int64_t t = 1000000000;
+	double sum = 0;
+	int n = 2000;
+	for (int i = 0; i < n; i++) {
+		/* A random read, then one exactly `span` further in. */
+		uint64_t base = (rnd() % (C - span - 4096)) & ~4095ull;
+		for (int k = 0; k < 2; k++) {
+			struct model_req r = { base + (k ? span : 0), 4096, t };
+			struct model_cost c = model_serve(m, t, &r);
+			if (k)
+				sum += (double)c.total;
+			t += c.total + (int64_t)(rnd() % 20000000);
+		}
+	}
+	return sum / n / 1e6;
+}
+
+static void test_access(const char *name)
+{
+	struct model m;
+	load(&m, name, NULL);
+	double want[3] = { m.d.access_quarter, m.d.access_half, m.d.access_full };
+	double xs[3] = { 0.25, 0.5, 1.0 };
+	for (int i = 0; i < 3; i++) {
+		double got = mean_access_ms(&m, xs[i]);
+		printf("test_model: %-13s access at %.2f stroke: %6.2f ms (preset %5.2f, %+5.1f%%)\n",
+		       name, xs[i], got, want[i], 100 * (got / want[i] - 1));
+		CHECK(fabs(got / want[i] - 1) < 0.05, "%s access at %.2f: %.2f ms vs %.2f", name, xs[i], got, want[i]);
+	}
+}
+
+/* Back-to-back 128 KiB reads: the head never repositions. */
+static double seq_rate(struct model *m, double f)
+{
+	uint64_t pos = (uint64_t)(f * (double)m->d.capacity) & ~4095ull;
+	uint64_t len = 64ull << 20;
+	int64_t t0 = 5000000000, t = t0;
+	for (uint64_t done = 0; done < len; done += 131072) {
+		struct model_req r = { pos + done, 131072, t };
+		struct model_cost c = model_serve(m, t, &r);
+		if (done == 0)
+			t0 = t + c.overhead + c.seek + c.rot;
+		t += c.total;
+	}
+	return (double)len / (double)(t - t0) * 1e3;
+}
+
+static void test_zones(const char *name)
+{
+	struct model m;
+	load(&m, name, NULL);
+	double fs[3] = { 0.0, 0.5, 1.0 - 64.0 * 1048576 / (double)m.d.capacity };
+	double want[3] = { m.d.rate_outer, m.d.rate_middle, m.d.rate_inner };
+	for (int i = 0; i < 3; i++) {
+		double got = seq_rate(&m, fs[i]);
+		printf("test_model: %-13s sequential at %.2f: %6.1f MB/s (preset %5.1f)\n", name, fs[i], got, want[i]);
+		CHECK(fabs(got / want[i] - 1) < 0.02, "%s rate at %.2f: %.1f vs %.1f", name, fs[i], got, want[i]);
+	}
+}
+
+/* Transfer time and rotation agree: reading N revolutions' worth of bytes
+ * takes N revolutions. */
+static void test_rotation(void)
+{
+	struct model m;
+	load(&m, "wd-red", NULL);
+	uint64_t a = 123456789ull * 4096;
+	double revs = model_revs(&m, a + 10000000) - model_revs(&m, a);
+	int64_t x = model_xfer_ns(&m, a, a + 10000000);
+	CHECK(fabs((double)x / (double)m.trev - revs) < 1e-6, "xfer %lld ns vs %.6f revs", (long long)x, revs);
+	/* Re-reading a sector we just passed costs almost a full revolution. */
+	int64_t t = 1000000000;
+	struct model_req r = { a, 4096, t };
+	struct model_cost c = model_serve(&m, t, &r);
+	t += c.total;
+	m.ra_seg = -1; /* no read-ahead, no cache: pure mechanics */
+	for (unsigned i = 0; i < m.d.segments; i++)
+		m.seg[i].used = -1;
+	struct model_req back = { a, 4096, t };
+	c = model_serve(&m, t, &back);
+	CHECK(c.seek == 0 && c.rot > m.trev * 9 / 10, "re-read: seek %lld rot %lld trev %lld",
+	      (long long)c.seek, (long long)c.rot, (long long)m.trev);
+}
+
+static void no_readahead(struct drive *d) { d->readahead = 0; }
+
+/* A reader that pauses between requests finds its next data in the cache
+ * when the drive reads ahead, and waits for the platter when it does not. */
+static void test_readahead(void)
+{
+	struct model m;
+	load(&m, "wd-red", NULL);
+	uint64_t pos = 1ull << 30;
+	int64_t t = 1000000000;
+	int hits = 0;
+	for (int i = 0; i < 16; i++) {
+		struct model_req r = { pos + (uint64_t)i * 65536, 65536, t };
+		struct model_cost c = model_serve(&m, t, &r);
+		hits += c.hit == 1;
+		t += c.total + 2000000; /* 2 ms think time */
+	}
+	CHECK(hits == 15, "read-ahead: %d of 15 follow-up reads hit", hits);
+
+	load(&m, "wd-red", no_readahead);
+	t = 1000000000;
+	int64_t rot = 0;
+	for (int i = 0; i < 16; i++) {
+		struct model_req r = { pos + (uint64_t)i * 65536, 65536, t };
+		struct model_cost c = model_serve(&m, t, &r);
+		CHECK(c.hit != 1, "no read-ahead but hit at %d", i);
+		if (i)
+			rot += c.rot;
+		t += c.total + 2000000;
+	}
+	CHECK(rot > 15 * m.trev / 2, "without read-ahead each pause costs rotation: %lld ns", (long long)rot);
+	printf("test_model: read-ahead: 15/15 hits with, %.1f ms rotation lost without\n", (double)rot / 1e6);
+}
+
+/* More interleaved sequential streams than segments thrash the cache. */
+static void test_segments(void)
+{
+	struct model m;
+	load(&m, "wd-red", NULL);
+	for (unsigned streams = 4; streams <= 32; streams *= 8) {
+		load(&m, "wd-red", NULL);
+		int64_t t = 1000000000;
+		int hits = 0, n = 0;
+		for (int round = 0; round < 4; round++)
+			for (unsigned s = 0; s < streams; s++) {
+				struct model_req r = { (uint64_t)s * (10ull << 30) + (uint64_t)round * 65536, 65536, t };
+				struct model_cost c = model_serve(&m, t, &r);
+				if (round) {
+					hits += c.hit == 1;
+					n++;
+				}
+				t += c.total + 3000000;
+			}
+		printf("test_model: %2u interleaved streams: %d/%d hits\n", streams, hits, n);
+		if (streams < m.d.segments)
+			CHECK(hits == n, "%u streams: %d/%d hits", streams, hits, n);
+		else
+			CHECK(hits == 0, "%u streams: %d/%d hits", streams, hits, n);
+	}
+}
+
+static void fifo(struct drive *d) { d->policy = MODEL_FIFO; }
+static void patient(struct drive *d) { d->age_limit = 1e6; }
+
+static void test_queue(void)
+{
+	struct model m;
+	load(&m, "wd-red", NULL);
+	int64_t t = 1000000000;
+	/* Head near 1 GB; queue: far, near, farther. */
+	struct model_req first = { 1ull << 30, 4096, t };
+	struct model_cost c = model_serve(&m, t, &first);
+	t += c.total + 100000000;
+	struct model_req q[3] = {
+		{ 600ull << 30, 4096, t - 3000 },
+		{ (1ull << 30) + (50ull << 20), 4096, t - 2000 },
+		{ 900ull << 30, 4096, t - 1000 },
+	};
+	CHECK(model_pick(&m, t, q, 3) == 1, "sptf picks the near one: %zu", model_pick(&m, t, q, 3));
+	/* Past the age limit the oldest goes first. */
+	q[0].arrival = t - 600 * 1000000ll;
+	CHECK(model_pick(&m, t, q, 3) == 0, "age limit: %zu", model_pick(&m, t, q, 3));
+	q[0].arrival = t - 3000;
+	/* Depth 1 is FIFO. */
+	m.d.queue_depth = 1;
+	CHECK(model_pick(&m, t, q, 3) == 0, "depth 1: %zu", model_pick(&m, t, q, 3));
+	load(&m, "wd-red", fifo);
+	CHECK(model_pick(&m, t, q, 3) == 0, "fifo");
+
+	/* SPTF over a deep random queue beats FIFO on throughput. */
+	double tp[2];
+	for (int pol = 0; pol < 2; pol++) {
+		load(&m, "wd-red", pol ? patient : fifo);
+		struct model_req rq[32];
+		int64_t now = 1000000000;
+		for (int i = 0; i < 32; i++)
+			rq[i] = (struct model_req){ (rnd() % (m.d.capacity >> 12)) << 12, 4096, now };
+		int done = 0;
+		size_t n = 32;
+		while (done < 2000) {
+			size_t k = model_pick(&m, now, rq, n);
+			struct model_cost cc = model_serve(&m, now, &rq[k]);
+			now += cc.total;
+			for (size_t j = k; j + 1 < n; j++)
+				rq[j] = rq[j + 1];
+			rq[n - 1] = (struct model_req){ (rnd() % (m.d.capacity >> 12)) << 12, 4096, now };
+			done++;
+		}
+		tp[pol] = done / ((double)(now - 1000000000) / 1e9);
+	}
+	printf("test_model: QD32 random 4 KiB: FIFO %.0f IOPS, SPTF %.0f IOPS\n", tp[0], tp[1]);
+	CHECK(tp[1] > 1.5 * tp[0], "SPTF %.0f vs FIFO %.0f IOPS", tp[1], tp[0]);
+}
+
+static void test_bad_drive(void)
+{
+	struct drive d;
+	struct model m;
+	char err[256];
+	drives_load(conf, "wd-red", &d, err, sizeof err);
+	d.access_full = 5;
+	CHECK(model_init(&m, &d, err, sizeof err) == -1, "accepts full stroke faster than quarter");
+	CHECK(drives_load(conf, "no-such-drive", &d, err, sizeof err) == -1, "unknown preset accepted");
+}
+
+int main(int argc, char **argv)
+{
+	conf = argc > 1 ? argv[1] : "drives.conf";
+	const char *presets[] = { "wd-red", "hp-10k-sas", "seagate-7200" };
+	for (int i = 0; i < 3; i++) {
+		test_access(presets[i]);
+		test_zones(presets[i]);
+	}
+	test_rotation();
+	test_readahead();
+	test_segments();
+	test_queue();
+	test_bad_drive();
+	printf("test_model: %s\n", failures ? "FAILED" : "all passed");
+	return failures ? 1 : 0;
+}

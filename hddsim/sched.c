@@ -1,0 +1,222 @@
+/* sched.c - the actuator thread and its request queue; see sched.h. */
+#include "sched.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct sched_req {
+	struct model_req r;
+	int      meta;
+	int      done, taken;
+	int64_t  start, done_at;
+	struct model_cost cost;
+	pthread_cond_t cv;
+};
+
+int64_t sched_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_until(int64_t t)
+{
+	struct timespec ts = { .tv_sec = t / 1000000000, .tv_nsec = t % 1000000000 };
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static void *actuator(void *arg)
+{
+	struct sched *s = arg;
+	struct model_req *cand = NULL;
+	size_t capc = 0;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop) {
+		if (s->nq == 0) {
+			pthread_cond_wait(&s->submitted, &s->lock);
+			continue;
+		}
+		int64_t t = s->model_t > s->q[0]->r.arrival ? s->model_t : s->q[0]->r.arrival;
+		if (capc < s->nq) {
+			capc = s->capq;
+			free(cand);
+			cand = malloc(capc * sizeof *cand);
+			if (!cand)
+				abort();
+		}
+		for (size_t i = 0; i < s->nq; i++)
+			cand[i] = s->q[i]->r;
+		size_t k = model_pick(&s->m, t, cand, s->nq);
+		struct sched_req *req = s->q[k];
+		memmove(&s->q[k], &s->q[k + 1], (s->nq - k - 1) * sizeof *s->q);
+		s->nq--;
+		req->taken = 1;
+		req->start = t;
+		req->cost = model_serve(&s->m, t, &req->r);
+		req->done_at = t + req->cost.total;
+		s->model_t = req->done_at;
+		pthread_mutex_unlock(&s->lock);
+		sleep_until(req->done_at);
+		pthread_mutex_lock(&s->lock);
+		req->done = 1;
+		pthread_cond_signal(&req->cv);
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(cand);
+	return NULL;
+}
+
+static void snapshot(struct sched *s, int64_t now)
+{
+	if (now - s->cur.t < 1000000000)
+		return;
+	s->prev = s->cur;
+	if (s->trace)
+		fflush(s->trace);
+	s->cur = (struct sched_snap){ now, s->reads, s->bytes, s->busy, s->service };
+}
+
+void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta)
+{
+	struct sched_req req = { .r = { pos, len, 0 }, .meta = meta };
+	pthread_cond_init(&req.cv, NULL);
+	pthread_mutex_lock(&s->lock);
+	req.r.arrival = sched_now();
+	if (s->nq == s->capq) {
+		size_t nc = s->capq ? s->capq * 2 : 64;
+		struct sched_req **nq = realloc(s->q, nc * sizeof *nq);
+		if (!nq)
+			abort();
+		s->q = nq;
+		s->capq = nc;
+	}
+	s->q[s->nq++] = &req;
+	pthread_cond_signal(&s->submitted);
+	/* Once the actuator holds the request it will finish it, even when
+	 * stopping: only an untaken one may be abandoned. */
+	while (!req.done && !(s->stop && !req.taken))
+		pthread_cond_wait(&req.cv, &s->lock);
+	int64_t now = sched_now();
+	int64_t late = now - req.done_at;
+	if (req.done) {
+		const struct model_cost *c = &req.cost;
+		s->reads++;
+		s->bytes += len;
+		s->hits += c->hit == 1;
+		s->continued += c->hit == 2;
+		s->meta_reads += meta != 0;
+		s->busy += (uint64_t)c->total;
+		s->service += (uint64_t)(req.done_at - req.r.arrival);
+		s->wait += (uint64_t)(req.start - req.r.arrival);
+		s->seek_total += c->seek_dist;
+		hist_add(&s->lateness, (uint64_t)(late > 0 ? late : 0));
+		hist_add(&s->service_hist, (uint64_t)(req.done_at - req.r.arrival));
+		snapshot(s, now);
+		if (s->trace)
+			fprintf(s->trace, "%.6f %" PRIu64 " %" PRIu64 " %" PRIu64 " %.3f %.3f %.3f %.3f %s\n",
+				(double)(req.start - s->t0) / 1e9, pos, len, c->seek_dist,
+				(double)(req.start - req.r.arrival) / 1e3,
+				(double)(c->overhead + c->seek + c->rot) / 1e3, (double)c->xfer / 1e3,
+				(double)late / 1e3,
+				meta ? "meta" : c->hit == 1 ? "hit" : c->hit == 2 ? "cont" : "miss");
+	} else {
+		/* Shutting down: leave the queue consistent. */
+		for (size_t i = 0; i < s->nq; i++)
+			if (s->q[i] == &req) {
+				memmove(&s->q[i], &s->q[i + 1], (s->nq - i - 1) * sizeof *s->q);
+				s->nq--;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&s->lock);
+	pthread_cond_destroy(&req.cv);
+}
+
+int sched_start(struct sched *s, const struct drive *d, FILE *trace, char *err, size_t errlen)
+{
+	memset(s, 0, sizeof *s);
+	if (model_init(&s->m, d, err, errlen))
+		return -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->submitted, NULL);
+	hist_init(&s->lateness);
+	hist_init(&s->service_hist);
+	s->trace = trace;
+	s->t0 = s->model_t = sched_now();
+	s->cur.t = s->prev.t = s->t0;
+	if (trace)
+		fprintf(trace, "# time_s pos len seek_dist wait_us position_us transfer_us lateness_us kind\n");
+	if (pthread_create(&s->thread, NULL, actuator, s)) {
+		snprintf(err, errlen, "cannot start the actuator thread");
+		return -1;
+	}
+	return 0;
+}
+
+void sched_stop(struct sched *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->stop = 1;
+	pthread_cond_broadcast(&s->submitted);
+	for (size_t i = 0; i < s->nq; i++)
+		pthread_cond_signal(&s->q[i]->cv);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->thread, NULL);
+	if (s->trace)
+		fflush(s->trace);
+	/* s->q stays: abandoned callers may still be unlinking themselves. */
+}
+
+size_t sched_stats(struct sched *s, char *buf, size_t len)
+{
+	pthread_mutex_lock(&s->lock);
+	int64_t now = sched_now();
+	snapshot(s, now);
+	double up = (double)(now - s->t0) / 1e9;
+	double win = (double)(s->cur.t - s->prev.t) / 1e9;
+	uint64_t dr = s->cur.reads - s->prev.reads;
+	int n = snprintf(buf, len,
+		"drive %s\n"
+		"uptime_s %.3f\n"
+		"reads %" PRIu64 "\n"
+		"bytes %" PRIu64 "\n"
+		"cache_hits %" PRIu64 "\n"
+		"continued %" PRIu64 "\n"
+		"meta_reads %" PRIu64 "\n"
+		"queued %zu\n"
+		"busy_s %.6f\n"
+		"utilisation %.4f\n"
+		"avg_service_ms %.3f\n"
+		"avg_wait_ms %.3f\n"
+		"window_s %.3f\n"
+		"window_reads_per_s %.1f\n"
+		"window_mb_per_s %.3f\n"
+		"window_utilisation %.4f\n"
+		"window_avg_service_ms %.3f\n"
+		"lateness_p50_us %.1f\n"
+		"lateness_p99_us %.1f\n"
+		"lateness_max_us %.1f\n"
+		"service_p99_ms %.3f\n",
+		s->m.d.name, up, s->reads, s->bytes, s->hits, s->continued, s->meta_reads, s->nq,
+		(double)s->busy / 1e9,
+		up > 0 ? (double)s->busy / 1e9 / up : 0,
+		s->reads ? (double)s->service / 1e6 / (double)s->reads : 0,
+		s->reads ? (double)s->wait / 1e6 / (double)s->reads : 0,
+		win,
+		win > 0 ? (double)dr / win : 0,
+		win > 0 ? (double)(s->cur.bytes - s->prev.bytes) / 1e6 / win : 0,
+		win > 0 ? (double)(s->cur.busy - s->prev.busy) / 1e9 / win : 0,
+		dr ? (double)(s->cur.service - s->prev.service) / 1e6 / (double)dr : 0,
+		(double)hist_quantile(&s->lateness, 0.5) / 1e3,
+		(double)hist_quantile(&s->lateness, 0.99) / 1e3,
+		(double)(s->lateness.total ? s->lateness.max : 0) / 1e3,
+		(double)hist_quantile(&s->service_hist, 0.99) / 1e6);
+	pthread_mutex_unlock(&s->lock);
+	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+}

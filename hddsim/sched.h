@@ -1,0 +1,59 @@
+/*
+ * sched.h - one actuator shared by all FUSE threads.
+ *
+ * A FUSE thread calls sched_read() and blocks; the actuator thread takes
+ * the queued commands one at a time in the order the model picks, computes
+ * each completion instant on the model's own timeline (start = the previous
+ * completion, or the arrival if the drive was idle) and wakes the caller at
+ * that instant with an absolute-deadline sleep.  Real scheduling delays
+ * therefore never accumulate into the model; how late each caller actually
+ * woke is recorded as lateness.
+ */
+#ifndef HDDSIM_SCHED_H
+#define HDDSIM_SCHED_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hist.h"
+#include "model.h"
+
+struct sched_req;
+
+struct sched_snap {
+	int64_t  t;
+	uint64_t reads, bytes, busy, service;
+};
+
+struct sched {
+	struct model m;
+	pthread_mutex_t lock;
+	pthread_cond_t  submitted;
+	pthread_t       thread;
+	int             stop;
+	struct sched_req **q;     /* waiting commands, arrival order */
+	size_t          nq, capq;
+	int64_t         model_t;  /* when the drive is next free */
+	int64_t         t0;       /* mount time */
+	FILE           *trace;
+	/* counters */
+	uint64_t reads, bytes, hits, continued, meta_reads;
+	uint64_t busy, service, wait, seek_total;
+	struct hist lateness, service_hist;
+	struct sched_snap prev, cur; /* last two one-second snapshots */
+};
+
+int  sched_start(struct sched *s, const struct drive *d, FILE *trace, char *err, size_t errlen);
+void sched_stop(struct sched *s);
+
+/* Read platter bytes [pos, pos+len): returns when the modelled drive has
+ * delivered them.  `meta` marks a metadata (inode) read in the trace. */
+void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta);
+
+/* Write the live counters as "key value" lines; returns the length. */
+size_t sched_stats(struct sched *s, char *buf, size_t len);
+
+int64_t sched_now(void);
+
+#endif

@@ -47,14 +47,23 @@ int rd_policy_spec_parse(const char *text, struct rd_policy_spec *out, char *err
 	memset(out, 0, sizeof *out);
 	const char *name = text;
 	const char *eq = strchr(text, '=');
-	const char *colon = strchr(text, ':');
-	if (eq && (!colon || eq < colon)) {
+	/* Device names may hold ':' ("fuse-0:57") and arguments may hold
+	 * '=' ("adaptive:interval=10"): text before the first '=' is a device
+	 * unless it starts with a policy name and ':'. */
+	const char *c0 = strchr(text, ':');
+	if (eq && c0 && c0 < eq) {
+		char first[32];
+		if (!copy_part(first, sizeof first, text, (size_t)(c0 - text)) && rd_policy_find(first))
+			eq = NULL;
+	}
+	if (eq) {
 		if (eq == text || copy_part(out->device, sizeof out->device, text, (size_t)(eq - text))) {
 			snprintf(err, errlen, "policy \"%s\": bad device name", text);
 			return -1;
 		}
 		name = eq + 1;
 	}
+	const char *colon = strchr(name, ':');
 	size_t nlen = colon ? (size_t)(colon - name) : strlen(name);
 	if (nlen == 0 || copy_part(out->name, sizeof out->name, name, nlen)) {
 		snprintf(err, errlen, "policy \"%s\": expected [DEVICE=]NAME[:ARGS]", text);

@@ -1,0 +1,267 @@
+/* device.c - which device a file lives on, and the per-device state. */
+#include "device.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "log.h"
+
+void *rd_worker_main(void *arg);   /* worker.c */
+
+/* fs_dev -> device; partitions of one disk share a device. */
+struct dev_map {
+	struct dev_map *next;
+	dev_t fs_dev;
+	struct rd_device *dev;
+};
+
+static struct dev_map *maps;
+static struct rd_device *devices, **devices_tail = &devices;
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	int ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+static int parse_dev(const char *text, dev_t *out)
+{
+	unsigned ma, mi;
+	if (sscanf(text, "%u:%u", &ma, &mi) != 2)
+		return -1;
+	*out = makedev(ma, mi);
+	return 0;
+}
+
+/* The only entry of DIR/slaves, for device-mapper and md devices built on
+ * one disk; -1 otherwise. */
+static int single_slave(const char *dir, char *out, size_t len)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof path, "%s/slaves", dir);
+	int n = 0;
+	char found[NAME_MAX + 1] = "";
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		snprintf(found, sizeof found, "%s", e->d_name);
+	}
+	closedir(d);
+	if (n != 1)
+		return -1;
+	snprintf(out, len, "/sys/class/block/%s", found);
+	return 0;
+}
+
+static void fs_type(dev_t dev, char *out, size_t len)
+{
+	snprintf(out, len, "dev");
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return;
+	char line[4096];
+	while (fgets(line, sizeof line, f)) {
+		unsigned ma, mi;
+		if (sscanf(line, "%*d %*d %u:%u", &ma, &mi) != 2 || makedev(ma, mi) != dev)
+			continue;
+		char *sep = strstr(line, " - ");
+		if (sep && sscanf(sep + 3, "%31s", out) == 1) {
+			/* "fuse.hddsim" -> "fuse": names stay short and stable */
+			out[strcspn(out, ".")] = 0;
+			break;
+		}
+	}
+	fclose(f);
+}
+
+void rd_device_identify(dev_t fs_dev, struct rd_device_info *info, char *name, size_t namelen)
+{
+	char sys[PATH_MAX + 32], real[PATH_MAX], buf[256];
+	memset(info, 0, sizeof *info);
+	info->fs_dev = fs_dev;
+	info->disk = fs_dev;
+	info->rotational = -1;
+	snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u", major(fs_dev), minor(fs_dev));
+	if (!realpath(sys, real)) {
+		char type[32];
+		fs_type(fs_dev, type, sizeof type);
+		snprintf(name, namelen, "%s-%u:%u", type, major(fs_dev), minor(fs_dev));
+		return;
+	}
+	info->block = 1;
+	/* A partition's directory sits inside its disk's. */
+	snprintf(sys, sizeof sys, "%s/partition", real);
+	if (access(sys, F_OK) == 0) {
+		char *slash = strrchr(real, '/');
+		if (slash)
+			*slash = 0;
+	}
+	for (int depth = 0; depth < 4; depth++) {
+		char slave[PATH_MAX], r2[PATH_MAX];
+		if (single_slave(real, slave, sizeof slave) || !realpath(slave, r2))
+			break;
+		snprintf(real, sizeof real, "%s", r2);
+		snprintf(sys, sizeof sys, "%s/partition", real);
+		if (access(sys, F_OK) == 0) {
+			char *slash = strrchr(real, '/');
+			if (slash)
+				*slash = 0;
+		}
+	}
+	snprintf(sys, sizeof sys, "%s/dev", real);
+	if (read_line(sys, buf, sizeof buf) == 0)
+		parse_dev(buf, &info->disk);
+	snprintf(sys, sizeof sys, "%s/queue/rotational", real);
+	if (read_line(sys, buf, sizeof buf) == 0)
+		info->rotational = atoi(buf);
+	const char *base = strrchr(real, '/');
+	snprintf(name, namelen, "%s", base ? base + 1 : real);
+}
+
+static struct rd_device *find_by_disk(dev_t disk)
+{
+	for (struct rd_device *d = devices; d; d = d->next)
+		if (d->info.disk == disk)
+			return d;
+	return NULL;
+}
+
+static int start_policy(struct rd_device *d)
+{
+	char err[256] = "";
+	const struct rd_policy_spec *spec = rd_policy_spec_for(rd_cfg.policies, rd_cfg.npolicies, d->name);
+	const struct rd_policy_ops *ops = spec ? rd_policy_find(spec->name) : &rd_policy_fixed;
+	snprintf(d->args, sizeof d->args, "%s", spec ? spec->args : "");
+	d->info.args = d->args;
+	d->policy = (struct rd_policy){ .ops = ops, .dev = &d->info, .concurrency = 1 };
+	if (ops->init(&d->policy, err, sizeof err) == 0)
+		return 0;
+	rd_log("device %s: policy %s: %s; using fixed", d->name, ops->name, err);
+	d->args[0] = 0;
+	d->policy = (struct rd_policy){ .ops = &rd_policy_fixed, .dev = &d->info, .concurrency = 1 };
+	return rd_policy_fixed.init(&d->policy, err, sizeof err);
+}
+
+static struct rd_device *create(dev_t fs_dev)
+{
+	struct rd_device_info info;
+	char name[64];
+	rd_device_identify(fs_dev, &info, name, sizeof name);
+	struct rd_device *d = find_by_disk(info.disk);
+	if (d)
+		return d;
+	d = calloc(1, sizeof *d);
+	if (!d)
+		return NULL;
+	d->info = info;
+	snprintf(d->name, sizeof d->name, "%s", name);
+	d->info.name = d->name;
+	d->info.default_size = rd_cfg.prefetch;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	hist_init(&d->st.wait);
+	hist_init(&d->st.service);
+	d->st.created_ns = rd_now_ns();
+	if (start_policy(d))
+		goto fail;
+	unsigned n = d->policy.concurrency ? d->policy.concurrency : 1;
+	if (n > 64)
+		n = 64;
+	d->workers = calloc(n, sizeof *d->workers);
+	if (!d->workers)
+		goto fail;
+	for (unsigned i = 0; i < n; i++) {
+		int e = pthread_create(&d->workers[i], NULL, rd_worker_main, d);
+		if (e) {
+			rd_log("device %s: cannot start a worker: %s", d->name, strerror(e));
+			if (i == 0)
+				goto fail;
+			break;
+		}
+		d->nworkers++;
+	}
+	rd_log("device %s (%u:%u): policy %s%s%s, %u worker%s", d->name, major(info.disk),
+	       minor(info.disk), d->policy.ops->name, d->args[0] ? ":" : "", d->args, d->nworkers,
+	       d->nworkers == 1 ? "" : "s");
+	*devices_tail = d;
+	devices_tail = &d->next;
+	return d;
+fail:
+	free(d->workers);
+	free(d);
+	return NULL;
+}
+
+struct rd_device *rd_device_for(dev_t fs_dev)
+{
+	for (struct dev_map *m = maps; m; m = m->next)
+		if (m->fs_dev == fs_dev)
+			return m->dev;
+	struct dev_map *m = calloc(1, sizeof *m);
+	if (!m)
+		return NULL;
+	m->dev = create(fs_dev);
+	if (!m->dev) {
+		free(m);
+		return NULL;
+	}
+	m->fs_dev = fs_dev;
+	m->next = maps;
+	maps = m;
+	return m->dev;
+}
+
+struct rd_device *rd_device_list(void)
+{
+	return devices;
+}
+
+unsigned rd_device_busy(void)
+{
+	unsigned n = 0;
+	for (struct rd_device *d = devices; d; d = d->next) {
+		pthread_mutex_lock(&d->lock);
+		n += d->q.len + d->q.nflying;
+		pthread_mutex_unlock(&d->lock);
+	}
+	return n;
+}
+
+void rd_device_stop_all(void)
+{
+	for (struct rd_device *d = devices; d; d = d->next) {
+		pthread_mutex_lock(&d->lock);
+		d->stop = 1;
+		pthread_cond_broadcast(&d->cond);
+		pthread_mutex_unlock(&d->lock);
+	}
+	for (struct rd_device *d = devices; d; d = d->next) {
+		for (unsigned i = 0; i < d->nworkers; i++)
+			pthread_join(d->workers[i], NULL);
+		if (d->policy.ops->destroy)
+			d->policy.ops->destroy(&d->policy);
+	}
+}

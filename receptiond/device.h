@@ -1,0 +1,64 @@
+/*
+ * device.h - one queue and its worker(s) per storage device.
+ *
+ * Files map to devices by st_dev: a partition maps to its whole disk
+ * (/sys/dev/block/MAJ:MIN), a device-mapper device with one slave to that
+ * slave, and every other filesystem (FUSE, tmpfs, NFS...) is a device of
+ * its own.  A device's workers take misses off its queue one at a time
+ * (or policy->concurrency at a time) and read them.
+ */
+#ifndef RD_DEVICE_H
+#define RD_DEVICE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "policy.h"
+#include "queue.h"
+#include "stats.h"
+
+struct rd_device {
+	struct rd_device *next;
+	struct rd_device_info info;
+	char name[64];
+	char args[192];
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct rd_queue q;
+	struct rd_policy policy;
+	struct rd_dev_stats st;
+	pthread_t *workers;
+	unsigned nworkers;
+	unsigned inflight;
+	int ticker_claimed;     /* a worker drives the policy's tick */
+	volatile int stop;
+};
+
+/* The device of a file system (created on first use), or NULL. */
+struct rd_device *rd_device_for(dev_t fs_dev);
+/* All devices, in creation order (main thread only). */
+struct rd_device *rd_device_list(void);
+/* Stop every worker after its current piece and wait for them. */
+void rd_device_stop_all(void);
+/* Queued or in-flight requests on any device. */
+unsigned rd_device_busy(void);
+
+/* Resolve a st_dev to a device name, disk and kind (pure but for /sys and
+ * /proc/self/mountinfo); exposed for the unit tests. */
+void rd_device_identify(dev_t fs_dev, struct rd_device_info *info, char *name, size_t namelen);
+
+/* Finish a request: answer every waiter, count, tell the policy.  Called
+ * by the worker with the device lock held; frees r. */
+struct rd_completion;
+void rd_device_complete(struct rd_device *d, struct rd_req *r, const struct rd_completion *c);
+
+/* Handle one validated ENSURE for a regular file: answer a hit at once,
+ * else join or queue it (or answer LC_ST_BUSY).  Takes ownership of fd. */
+struct lc_ensure;
+struct rd_conn;
+struct stat;
+void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_ensure *m, int fd,
+                      const struct stat *st);
+
+#endif

@@ -1,0 +1,152 @@
+/* prefetch.c - see prefetch.h. */
+#include "prefetch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+struct rd_cachestat_range { uint64_t off, len; };
+struct rd_cachestat {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+static uint64_t page_size(void)
+{
+	static uint64_t ps;
+	if (!ps)
+		ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	return ps;
+}
+
+void rd_window(uint64_t lo, uint64_t hi, uint64_t size, uint64_t file_size,
+               uint64_t *wlo, uint64_t *whi)
+{
+	uint64_t end = lo + size < lo ? UINT64_MAX : lo + size;
+	if (end < hi)
+		end = hi;
+	if (end > file_size)
+		end = file_size;
+	if (lo > end)
+		lo = end;
+	*wlo = lo;
+	*whi = end;
+}
+
+int64_t rd_cached_pages(int fd, uint64_t lo, uint64_t hi)
+{
+	uint64_t ps = page_size();
+	uint64_t plo = lo / ps * ps, phi = (hi + ps - 1) / ps * ps;
+	if (phi <= plo)
+		return 0;
+	struct rd_cachestat_range r = { plo, phi - plo };
+	struct rd_cachestat cs;
+	if (syscall(__NR_cachestat, fd, &r, &cs, 0) != 0)
+		return -1;
+	return (int64_t)cs.nr_cache;
+}
+
+static uint64_t pages_in(uint64_t lo, uint64_t hi)
+{
+	uint64_t ps = page_size();
+	if (hi <= lo)
+		return 0;
+	return (hi + ps - 1) / ps - lo / ps;
+}
+
+int rd_is_resident(int fd, uint64_t lo, uint64_t hi)
+{
+	int64_t n = rd_cached_pages(fd, lo, hi);
+	if (n < 0)
+		return -1;
+	return (uint64_t)n >= pages_in(lo, hi);
+}
+
+uint64_t rd_resident_end(int fd, uint64_t lo, uint64_t hi, uint64_t limit)
+{
+	if (limit <= hi)
+		return hi;
+	if (rd_is_resident(fd, lo, limit) == 1)
+		return limit;
+	/* Binary search over page-aligned ends: cached-ness of [lo, e) only
+	 * goes from yes to no as e grows. */
+	uint64_t ps = page_size();
+	uint64_t good = hi, bad = limit;
+	while (bad - good > ps) {
+		uint64_t mid = (good + (bad - good) / 2) / ps * ps;
+		if (mid <= good)
+			mid = good + ps;
+		if (mid >= bad)
+			break;
+		if (rd_is_resident(fd, lo, mid) == 1)
+			good = mid;
+		else
+			bad = mid;
+	}
+	return good;
+}
+
+void rd_prefetch(int fd, uint64_t lo, uint64_t hi, void *scratch,
+                 const volatile int *stop, struct rd_prefetch_result *res)
+{
+	res->bytes_read = 0;
+	res->error = 0;
+	res->end = lo;
+	uint64_t ps = page_size();
+	uint64_t off = lo;
+	while (off < hi) {
+		if (stop && *stop)
+			return;
+		/* Pieces end on RD_PIECE boundaries so a later window skips
+		 * whole pieces an earlier one read. */
+		uint64_t end = (off / RD_PIECE + 1) * RD_PIECE;
+		if (end > hi)
+			end = hi;
+		int64_t cached = rd_cached_pages(fd, off, end);
+		uint64_t pages = pages_in(off, end);
+		if (cached < 0 || (uint64_t)cached < pages) {
+			uint64_t done = 0;
+			while (off + done < end) {
+				ssize_t n = pread(fd, scratch, (size_t)(end - off - done),
+				                  (off_t)(off + done));
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n < 0) {
+					res->error = errno;
+					return;
+				}
+				if (n == 0) {  /* the file shrank: what exists is resident */
+					res->end = off + done;
+					if (cached >= 0)
+						res->bytes_read += (pages - (uint64_t)cached) * ps;
+					return;
+				}
+				done += (uint64_t)n;
+			}
+			if (cached >= 0)
+				res->bytes_read += (pages - (uint64_t)cached) * ps;
+			else
+				res->bytes_read += end - off;
+		}
+		off = end;
+		res->end = off;
+	}
+}
+
+int rd_reopen(int fd)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	int nfd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+	if (nfd < 0 && errno == EPERM)
+		nfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nfd < 0)
+		return -1;
+	posix_fadvise(nfd, 0, 0, POSIX_FADV_RANDOM);
+	return nfd;
+}

@@ -1,0 +1,51 @@
+/*
+ * prefetch.h - making a window of a file resident, and asking the page
+ * cache what already is.
+ *
+ * Residency comes from cachestat(2), which issues no I/O.  Reading uses
+ * only pread on a private open file description (the passed fd reopened
+ * through /proc/self/fd, with POSIX_FADV_RANDOM so the kernel reads
+ * exactly the pieces asked for), so the program's own offset and
+ * readahead state are never touched; readahead(2) and WILLNEED are not
+ * used because the kernel caps them per call and cannot promise the whole
+ * window is resident when they return.
+ */
+#ifndef RD_PREFETCH_H
+#define RD_PREFETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RD_PIECE (1u << 20)   /* largest single pread */
+
+/* The window to read for asked range [lo, hi): [lo, max(hi, lo+size)),
+ * clipped at end of file.  Pure, for unit tests. */
+void rd_window(uint64_t lo, uint64_t hi, uint64_t size, uint64_t file_size,
+               uint64_t *wlo, uint64_t *whi);
+
+/* Cached pages in [lo, hi) of fd, or -1 if the kernel will not say. */
+int64_t rd_cached_pages(int fd, uint64_t lo, uint64_t hi);
+/* 1 if all of [lo, hi) is cached, 0 if not, -1 unknown. */
+int rd_is_resident(int fd, uint64_t lo, uint64_t hi);
+/* The largest e in [hi, limit] (page-aligned, or limit) with [lo, e)
+ * cached; assumes [lo, hi) is. */
+uint64_t rd_resident_end(int fd, uint64_t lo, uint64_t hi, uint64_t limit);
+
+struct rd_prefetch_result {
+	uint64_t bytes_read;    /* pages that were not cached before, in bytes */
+	int error;              /* 0 or an errno from pread */
+	uint64_t end;           /* the window is resident up to here */
+};
+
+/*
+ * Make [lo, hi) of fd resident, skipping 1 MiB pieces that are already
+ * cached, using scratch (RD_PIECE bytes).  *stop is checked between
+ * pieces so shutdown is prompt.
+ */
+void rd_prefetch(int fd, uint64_t lo, uint64_t hi, void *scratch,
+                 const volatile int *stop, struct rd_prefetch_result *res);
+
+/* Open a private description of the file behind fd (see above), or -1. */
+int rd_reopen(int fd);
+
+#endif

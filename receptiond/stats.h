@@ -1,0 +1,72 @@
+/*
+ * stats.h - what receptiond counts, and the JSON it serves on LC_MSG_STATS.
+ *
+ * Device counters live in struct rd_device and are guarded by its lock;
+ * the global ones (connections, malformed input, the libraries' reports)
+ * are touched only by the main thread.
+ */
+#ifndef RD_STATS_H
+#define RD_STATS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hist.h"
+#include "protocol.h"
+
+struct rd_dev_stats {
+	uint64_t requests;      /* ENSUREs for this device */
+	uint64_t hits;          /* answered from the cache, nothing read */
+	uint64_t misses;        /* queued (or joined) */
+	uint64_t merged;        /* joined a queued or in-flight request */
+	uint64_t busy;          /* refused with LC_ST_BUSY */
+	uint64_t errors;        /* reads that failed */
+	uint64_t bytes_asked;   /* sum of the asked lengths */
+	uint64_t bytes_read;    /* bytes the daemon read from the device */
+	uint64_t bytes_window;  /* sum of the windows made resident */
+	uint64_t reads;         /* windows read (requests after merging) */
+	unsigned queue_max;
+	unsigned inflight_max;  /* most reads ever running at once */
+	uint64_t busy_ns;       /* time at least one read was running */
+	uint64_t busy_since;    /* start of the current busy period, 0 if idle */
+	uint64_t created_ns;
+	struct hist wait;       /* queue wait, ns */
+	struct hist service;    /* window read time, ns */
+};
+
+/* Library reports, summed over all clients. */
+struct rd_call_stats {
+	uint64_t calls, hits, bytes;
+	uint64_t hist[LC_HIST_BUCKETS];
+};
+
+#define RD_MAX_CLIENTS 256
+
+struct rd_client {
+	pid_t pid;
+	uid_t uid;
+	uint64_t ensures;
+	uint64_t reports;
+	uint64_t last_ns;
+};
+
+struct rd_stats {
+	uint64_t started_ns;
+	uint64_t conns_total, conns_now, conns_max, conns_refused;
+	uint64_t malformed;     /* messages dropped as malformed */
+	uint64_t bad_requests;  /* well-formed but unusable (bad fd...) */
+	uint64_t bad_version;
+	struct rd_call_stats calls[LC_CALL_COUNT];
+	struct rd_client clients[RD_MAX_CLIENTS];
+	unsigned nclients;
+	uint64_t clients_dropped;
+};
+
+extern struct rd_stats rd_stats;
+
+void rd_stats_client(pid_t pid, uid_t uid, int is_report);
+void rd_stats_report(const struct lc_report *r);
+/* The full JSON text (malloc'd), or NULL. */
+char *rd_stats_json(void);
+
+#endif

@@ -1,0 +1,167 @@
+/* test_receptiond.c - unit tests of the daemon's pure parts: sizes,
+ * windows, queue merging, policy specs and the JSON writer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "policy.h"
+#include "prefetch.h"
+#include "queue.h"
+
+static int failures;
+#define CHECK(cond) do { if (!(cond)) { failures++; \
+	fprintf(stderr, "test_receptiond: %s:%d: failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+
+static void test_sizes(void)
+{
+	uint64_t v;
+	CHECK(rd_parse_size("4096", &v) == 0 && v == 4096);
+	CHECK(rd_parse_size("2M", &v) == 0 && v == 2u << 20);
+	CHECK(rd_parse_size("512k", &v) == 0 && v == 512u << 10);
+	CHECK(rd_parse_size("1GiB", &v) == 0 && v == 1u << 30);
+	CHECK(rd_parse_size("3MB", &v) == 0 && v == 3u << 20);
+	CHECK(rd_parse_size("", &v) == -1);
+	CHECK(rd_parse_size("-1", &v) == -1);
+	CHECK(rd_parse_size("2X", &v) == -1);
+	CHECK(rd_parse_size("2M ", &v) == -1);
+	CHECK(rd_parse_size("99999999999999999999", &v) == -1);
+}
+
+static void test_window(void)
+{
+	uint64_t lo, hi;
+	rd_window(4096, 8192, 2 << 20, 100 << 20, &lo, &hi);
+	CHECK(lo == 4096 && hi == 4096 + (2 << 20));
+	rd_window(4096, 8192, 2 << 20, 1 << 20, &lo, &hi);      /* clipped at EOF */
+	CHECK(lo == 4096 && hi == 1 << 20);
+	rd_window(0, 8 << 20, 2 << 20, 100 << 20, &lo, &hi);    /* never below the ask */
+	CHECK(lo == 0 && hi == 8 << 20);
+	rd_window(4096, 8192, 0, 100 << 20, &lo, &hi);          /* serialize mode */
+	CHECK(lo == 4096 && hi == 8192);
+	rd_window(200, 300, 1 << 20, 100, &lo, &hi);            /* past EOF: empty */
+	CHECK(lo == 100 && hi == 100);
+	rd_window(10, 20, UINT64_MAX, 1000, &lo, &hi);          /* no overflow */
+	CHECK(lo == 10 && hi == 1000);
+}
+
+static struct rd_req *req(dev_t dev, ino_t ino, uint64_t lo, uint64_t hi)
+{
+	struct rd_req *r = calloc(1, sizeof *r);
+	r->dev = dev;
+	r->ino = ino;
+	r->lo = lo;
+	r->hi = hi;
+	r->no_prefetch = 1;
+	return r;
+}
+
+static void test_queue(void)
+{
+	struct rd_queue q = { 0 };
+	struct rd_req *a = req(1, 10, 0, 4096), *b = req(1, 11, 0, 4096);
+	rd_queue_push(&q, a);
+	rd_queue_push(&q, b);
+	CHECK(q.len == 2);
+	/* same file, overlapping: joins; another file or a disjoint range: not */
+	CHECK(rd_queue_find_join(&q, 1, 10, 2048, 4096) == a);
+	CHECK(rd_queue_find_join(&q, 1, 10, 1024, 1024) == a);
+	CHECK(rd_queue_find_join(&q, 2, 10, 0, 4096) == NULL);
+	CHECK(rd_queue_find_join(&q, 1, 10, 8192, 4096) == NULL);
+	CHECK(rd_queue_find_join(&q, 1, 11, 100, 1) == b);
+	/* joining a queued request grows it to the union */
+	struct rd_waiter w1 = { .offset = 2048, .length = 4096 };
+	rd_req_join(a, &w1, 1 << 20, 0);
+	CHECK(a->lo == 0 && a->hi == 6144 && a->client_size == 1 << 20 && !a->no_prefetch);
+	CHECK(a->nwaiters == 1);
+	/* FIFO order; in flight, only ranges inside the window join */
+	CHECK(rd_queue_pop(&q) == a);
+	a->win_lo = 0;
+	a->win_hi = 2 << 20;
+	CHECK(q.len == 1 && q.nflying == 1);
+	CHECK(rd_queue_find_join(&q, 1, 10, 1 << 20, 4096) == a);
+	CHECK(rd_queue_find_join(&q, 1, 10, (2 << 20) - 10, 4096) == NULL);
+	struct rd_waiter w2 = { .offset = 1 << 20, .length = 4096 };
+	rd_req_join(a, &w2, 0, 0);
+	CHECK(a->lo == 0 && a->hi == 6144);   /* in flight: the range is fixed */
+	CHECK(rd_queue_pop(&q) == b);
+	CHECK(rd_queue_pop(&q) == NULL);
+	rd_queue_done(&q, a);
+	CHECK(q.nflying == 1 && q.flying == b);
+	rd_queue_done(&q, b);
+	CHECK(q.nflying == 0 && q.flying == NULL);
+	free(a);
+	free(b);
+}
+
+static void test_policy_specs(void)
+{
+	struct rd_policy_spec s[3];
+	char err[256];
+	CHECK(rd_policy_spec_parse("fixed", &s[0], err, sizeof err) == 0);
+	CHECK(strcmp(s[0].name, "fixed") == 0 && !s[0].device[0] && !s[0].args[0]);
+	CHECK(rd_policy_spec_parse("sdb=fixed:4M", &s[1], err, sizeof err) == 0);
+	CHECK(strcmp(s[1].device, "sdb") == 0 && strcmp(s[1].args, "4M") == 0);
+	CHECK(rd_policy_spec_parse("fuse-0:57=fixed:8M", &s[2], err, sizeof err) == 0);
+	CHECK(strcmp(s[2].device, "fuse-0:57") == 0 && strcmp(s[2].args, "8M") == 0);
+	CHECK(rd_policy_spec_parse("nosuch", &s[0], err, sizeof err) == -1 && strstr(err, "unknown"));
+	CHECK(rd_policy_spec_parse("=fixed", &s[0], err, sizeof err) == -1);
+	CHECK(rd_policy_spec_parse("sdb=", &s[0], err, sizeof err) == -1);
+	rd_policy_spec_parse("fixed", &s[0], err, sizeof err);
+	CHECK(rd_policy_spec_for(s, 3, "sdb") == &s[1]);
+	CHECK(rd_policy_spec_for(s, 3, "vda") == &s[0]);
+	CHECK(rd_policy_spec_for(s, 0, "vda") == NULL);
+
+	/* the fixed policy: its argument, else the daemon's size; the
+	 * library's own size wins for a request that carries one */
+	struct rd_device_info info = { .name = "t", .default_size = 2 << 20, .args = "" };
+	struct rd_policy p = { .ops = &rd_policy_fixed, .dev = &info, .concurrency = 1 };
+	CHECK(p.ops->init(&p, err, sizeof err) == 0);
+	struct rd_request_info r = { .length = 4096 };
+	CHECK(p.ops->size(&p, &r) == 2u << 20);
+	r.client_size = 512 << 10;
+	CHECK(p.ops->size(&p, &r) == 512u << 10);
+	p.ops->destroy(&p);
+	info.args = "8M";
+	CHECK(p.ops->init(&p, err, sizeof err) == 0);
+	r.client_size = 0;
+	CHECK(p.ops->size(&p, &r) == 8u << 20);
+	p.ops->destroy(&p);
+	info.args = "lots";
+	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "not a size"));
+}
+
+static void test_json(void)
+{
+	struct rd_json j;
+	rd_json_init(&j);
+	rd_json_obj_begin(&j, NULL);
+	rd_json_str(&j, "s", "a\"b\\c\n");
+	rd_json_arr_begin(&j, "a");
+	rd_json_u64(&j, NULL, 1);
+	rd_json_u64(&j, NULL, 2);
+	rd_json_arr_end(&j);
+	rd_json_obj_begin(&j, "o");
+	rd_json_dbl(&j, "x", 0.5);
+	rd_json_obj_end(&j);
+	rd_json_bool(&j, "t", 1);
+	rd_json_obj_end(&j);
+	const char *t = rd_json_text(&j);
+	CHECK(t && strcmp(t, "{\"s\":\"a\\\"b\\\\c\\u000a\",\"a\":[1,2],\"o\":{\"x\":0.5},\"t\":true}") == 0);
+	rd_json_free(&j);
+}
+
+int main(void)
+{
+	test_sizes();
+	test_window();
+	test_queue();
+	test_policy_specs();
+	test_json();
+	if (failures) {
+		fprintf(stderr, "test_receptiond: %d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("test_receptiond: all passed\n");
+	return 0;
+}

@@ -1,0 +1,249 @@
+/*
+ * worker.c - the life of an ENSURE on its device: the hit check, joining
+ * or queueing, the worker that reads the window, and the answers.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "device.h"
+#include "log.h"
+#include "prefetch.h"
+#include "protocol.h"
+#include "server.h"
+
+static void reply(struct rd_conn *c, uint64_t id, int status, int was_resident,
+                  uint64_t lo, uint64_t hi, uint64_t bytes_read)
+{
+	struct lc_ensure_reply r = {
+		.h = { .magic = LC_PROTO_MAGIC, .version = LC_PROTO_VERSION,
+		       .type = LC_MSG_ENSURE, .id = id },
+		.status = status,
+		.was_resident = (uint32_t)was_resident,
+		.resident_offset = lo,
+		.resident_length = hi > lo ? hi - lo : 0,
+		.bytes_read = bytes_read,
+	};
+	rd_conn_send(c, &r, sizeof r);
+}
+
+static void request_info(const struct rd_req *r, struct rd_request_info *info)
+{
+	*info = (struct rd_request_info){
+		.dev = r->dev, .ino = r->ino, .file_size = r->file_size,
+		.offset = r->lo, .length = r->hi - r->lo, .client_size = r->client_size,
+		.pid = r->pid, .uid = r->uid, .arrival_ns = r->arrival_ns, .call = r->call,
+	};
+}
+
+static void observe(struct rd_device *d, const struct rd_completion *c)
+{
+	if (d->policy.ops->observe)
+		d->policy.ops->observe(&d->policy, c);
+}
+
+void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_ensure *m, int fd,
+                      const struct stat *st)
+{
+	uint64_t now = rd_now_ns();
+	uint64_t size = (uint64_t)st->st_size;
+	uint64_t lo = m->offset, len = m->length;
+	if (len > rd_cfg.max_window)
+		len = rd_cfg.max_window;
+	uint64_t hi = lo + len < lo ? UINT64_MAX : lo + len;
+	if (hi > size)
+		hi = size;
+	if (lo > hi)
+		lo = hi;
+	int no_prefetch = (m->flags & LC_F_NO_PREFETCH) != 0;
+
+	/* A hit: nothing to read, say how far the cached run goes. */
+	if (rd_is_resident(fd, lo, hi) == 1) {
+		uint64_t want = no_prefetch ? 0 : (m->prefetch ? m->prefetch : rd_cfg.prefetch);
+		uint64_t wlo, whi;
+		rd_window(lo, hi, want, size, &wlo, &whi);
+		whi = rd_resident_end(fd, lo, hi, whi);
+		struct rd_completion comp = {
+			.req = { .dev = st->st_dev, .ino = st->st_ino, .file_size = size,
+			         .offset = lo, .length = hi - lo, .client_size = m->prefetch,
+			         .pid = c->pid, .uid = c->uid, .arrival_ns = now, .call = m->call },
+			.fd = fd, .was_resident = 1, .status = LC_ST_OK,
+			.window_offset = lo, .window_length = whi - lo, .done_ns = now,
+		};
+		pthread_mutex_lock(&d->lock);
+		d->st.requests++;
+		d->st.hits++;
+		d->st.bytes_asked += hi - lo;
+		observe(d, &comp);
+		pthread_mutex_unlock(&d->lock);
+		reply(c, m->h.id, LC_ST_OK, 1, lo, whi, 0);
+		close(fd);
+		return;
+	}
+
+	struct rd_waiter *w = calloc(1, sizeof *w);
+	if (!w)
+		goto busy_nolock;
+	*w = (struct rd_waiter){ .conn = c, .id = m->h.id, .offset = lo, .length = hi - lo };
+
+	pthread_mutex_lock(&d->lock);
+	d->st.requests++;
+	d->st.bytes_asked += hi - lo;
+	if (__atomic_load_n(&c->pending, __ATOMIC_RELAXED) >= rd_cfg.conn_pending)
+		goto busy;
+	struct rd_req *r = rd_queue_find_join(&d->q, st->st_dev, st->st_ino, lo, hi - lo);
+	if (r) {
+		rd_conn_get(c);
+		__atomic_add_fetch(&c->pending, 1, __ATOMIC_RELAXED);
+		rd_req_join(r, w, m->prefetch, no_prefetch);
+		d->st.misses++;
+		d->st.merged++;
+		pthread_mutex_unlock(&d->lock);
+		close(fd);
+		return;
+	}
+	if (d->q.len >= rd_cfg.queue_depth)
+		goto busy;
+	r = calloc(1, sizeof *r);
+	if (!r)
+		goto busy;
+	*r = (struct rd_req){
+		.fd = fd, .dev = st->st_dev, .ino = st->st_ino, .file_size = size,
+		.lo = lo, .hi = hi, .client_size = m->prefetch, .no_prefetch = no_prefetch,
+		.pid = c->pid, .uid = c->uid, .call = m->call, .arrival_ns = now,
+		.waiters = w, .nwaiters = 1,
+	};
+	rd_conn_get(c);
+	__atomic_add_fetch(&c->pending, 1, __ATOMIC_RELAXED);
+	rd_queue_push(&d->q, r);
+	d->st.misses++;
+	if (d->q.len > d->st.queue_max)
+		d->st.queue_max = d->q.len;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	return;
+busy:
+	d->st.busy++;
+	pthread_mutex_unlock(&d->lock);
+busy_nolock:
+	free(w);
+	reply(c, m->h.id, LC_ST_BUSY, 0, 0, 0, 0);
+	close(fd);
+}
+
+void rd_device_complete(struct rd_device *d, struct rd_req *r, const struct rd_completion *c)
+{
+	observe(d, c);
+	uint64_t end = c->window_offset + c->window_length;
+	for (struct rd_waiter *w = r->waiters, *next; w; w = next) {
+		next = w->next;
+		reply(w->conn, w->id, c->status, 0, c->window_offset, end, c->bytes_read);
+		__atomic_sub_fetch(&w->conn->pending, 1, __ATOMIC_RELAXED);
+		rd_conn_put(w->conn);
+		free(w);
+	}
+	close(r->fd);
+	free(r);
+}
+
+static void deadline_in(struct timespec *ts, uint64_t ns_from_now)
+{
+	uint64_t t = rd_now_ns() + ns_from_now;
+	ts->tv_sec = (time_t)(t / 1000000000u);
+	ts->tv_nsec = (long)(t % 1000000000u);
+}
+
+/* Take one request off the queue and read its window; lock held on entry
+ * and exit. */
+static void serve_one(struct rd_device *d, struct rd_req *r, void *scratch)
+{
+	if (++d->inflight > d->st.inflight_max)
+		d->st.inflight_max = d->inflight;
+	uint64_t start = rd_now_ns();
+	if (d->inflight == 1)
+		d->st.busy_since = start;
+
+	struct rd_request_info info;
+	request_info(r, &info);
+	uint64_t size = r->no_prefetch ? 0 : d->policy.ops->size(&d->policy, &info);
+	uint64_t cap = r->lo + rd_cfg.max_window;
+	if (size > rd_cfg.max_window)
+		size = rd_cfg.max_window;
+	rd_window(r->lo, r->hi, size, r->file_size, &r->win_lo, &r->win_hi);
+	if (r->win_hi > cap && cap >= r->hi)
+		r->win_hi = cap;
+	pthread_mutex_unlock(&d->lock);
+
+	int own = rd_reopen(r->fd);
+	struct rd_prefetch_result res;
+	rd_prefetch(own >= 0 ? own : r->fd, r->win_lo, r->win_hi, scratch, &d->stop, &res);
+	if (own >= 0)
+		close(own);
+	uint64_t done = rd_now_ns();
+
+	pthread_mutex_lock(&d->lock);
+	if (--d->inflight == 0)
+		d->st.busy_ns += done - d->st.busy_since;
+	rd_queue_done(&d->q, r);
+	int status = LC_ST_OK;
+	if (res.error) {
+		status = LC_ST_IOERROR;
+		d->st.errors++;
+	} else if (res.end < r->win_hi && d->stop) {
+		status = LC_ST_BUSY;
+	}
+	hist_add(&d->st.wait, start - r->arrival_ns);
+	hist_add(&d->st.service, done - start);
+	d->st.reads++;
+	d->st.bytes_read += res.bytes_read;
+	d->st.bytes_window += res.end - r->win_lo;
+	struct rd_completion c = {
+		.req = info, .fd = r->fd, .was_resident = 0, .status = status,
+		.window_offset = r->win_lo, .window_length = res.end - r->win_lo,
+		.bytes_read = res.bytes_read, .wait_ns = start - r->arrival_ns,
+		.service_ns = done - start, .joined = r->nwaiters - 1, .done_ns = done,
+	};
+	if (res.error)
+		c.window_length = 0;
+	rd_device_complete(d, r, &c);
+}
+
+void *rd_worker_main(void *arg)
+{
+	struct rd_device *d = arg;
+	void *scratch = malloc(RD_PIECE);
+	if (!scratch) {
+		rd_log("device %s: no memory for a worker's buffer", d->name);
+		return NULL;
+	}
+	pthread_mutex_lock(&d->lock);
+	/* The first worker also drives the policy's tick. */
+	int ticker = !d->ticker_claimed;
+	d->ticker_claimed = 1;
+	uint64_t next_tick = rd_now_ns() + (uint64_t)d->policy.tick_ms * 1000000u;
+	while (!d->stop) {
+		uint64_t now = rd_now_ns();
+		if (ticker && d->policy.tick_ms && d->policy.ops->tick && now >= next_tick) {
+			d->policy.ops->tick(&d->policy, now);
+			next_tick = now + (uint64_t)d->policy.tick_ms * 1000000u;
+		}
+		struct rd_req *r = rd_queue_pop(&d->q);
+		if (r) {
+			serve_one(d, r, scratch);
+			continue;
+		}
+		struct timespec ts;
+		uint64_t wait = 1000000000u;
+		if (ticker && d->policy.tick_ms && d->policy.ops->tick)
+			wait = next_tick > now ? next_tick - now : 0;
+		deadline_in(&ts, wait);
+		pthread_cond_timedwait(&d->cond, &d->lock, &ts);
+	}
+	pthread_mutex_unlock(&d->lock);
+	free(scratch);
+	return NULL;
+}

@@ -1,0 +1,609 @@
+/*
+ * run.c - the event loop: Poisson session arrivals, one persistent HTTP
+ * connection per session, fixed-schedule segment requests, client-side
+ * link emulation and per-segment deadlines.  Single-threaded, epoll
+ * (edge-triggered) plus one timer per session in a min-heap, all on
+ * CLOCK_MONOTONIC nanoseconds.
+ *
+ * Link emulation (no netem here): a request is written `delay` after its
+ * planned time (uplink), the socket is read only as fast as the session's
+ * link rate allows (token bucket refilled continuously, read in `tick`
+ * quanta; the small SO_RCVBUF set before connect makes the server's send
+ * block, i.e. real TCP back-pressure), and data count as received `delay`
+ * after they were read (downlink).
+ */
+#include "run.h"
+#include "content.h"
+#include "heap.h"
+#include "http.h"
+
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NS 1000000000LL
+#define HDR_MAX 2048
+#define OUT_MAX 2048
+#define READ_BUF (256 * 1024)
+#define READS_PER_TURN 16   /* unpaced sessions yield to others after this many reads */
+
+const char *const vl_error_names[VL_ERR_KINDS] = {
+	[VL_ERR_CONNECT] = "connect",
+	[VL_ERR_CLOSED] = "closed",
+	[VL_ERR_HTTP] = "http",
+	[VL_ERR_DEADLINE] = "deadline",
+	[VL_ERR_INTEGRITY] = "integrity",
+	[VL_ERR_CLIENT] = "client",
+};
+
+struct sess {
+	struct heap_node timer;       /* first: the heap hands back &timer */
+	struct sess *prev, *next;     /* active list */
+	const struct lib_video *v;
+	int fd;
+	int64_t start;                /* planned start, ns */
+	uint64_t seg_bytes;
+	unsigned nseg, next_send, next_recv;
+	/* link */
+	double rate;                  /* bytes per ns, 0 = unlimited */
+	double tokens, cap;
+	int64_t tok_ns;
+	int64_t resume;               /* paced read due, INT64_MAX if none */
+	unsigned connected : 1, readable : 1, writable : 1, close_after : 1;
+	/* request bytes not yet written */
+	unsigned out_len, out_off;
+	char out[OUT_MAX];
+	/* response being received */
+	int in_body;
+	uint64_t body_left, body_off;
+	unsigned hdr_len;
+	char hdr[HDR_MAX];
+};
+
+struct run {
+	const struct vl_config *cfg;
+	struct vl_result *res;
+	struct workload wl;
+	struct rng arrivals;
+	struct heap timers;
+	int ep;
+	struct sess *active;
+	uint64_t nactive;
+	int64_t t0, delay_ns;
+	char *buf;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
+}
+
+double vl_failed_pct(const struct vl_result *res)
+{
+	return res->started ? 100.0 * (double)res->failed / (double)res->started : 0.0;
+}
+
+static int64_t sched_ns(struct run *r, struct sess *s, unsigned k)
+{
+	return s->start + (int64_t)llround(workload_send_time(&r->cfg->wl, k) * NS);
+}
+
+static uint64_t seg_offset(struct sess *s, unsigned k)
+{
+	return (uint64_t)k * s->seg_bytes;
+}
+
+static uint64_t seg_len(struct sess *s, unsigned k)
+{
+	uint64_t off = seg_offset(s, k);
+	return s->v->bytes - off < s->seg_bytes ? s->v->bytes - off : s->seg_bytes;
+}
+
+static void sess_close_fd(struct sess *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);  /* also leaves the epoll set */
+	s->fd = -1;
+	s->connected = s->readable = s->writable = 0;
+	s->out_len = s->out_off = 0;
+	s->in_body = 0;
+	s->hdr_len = 0;
+}
+
+static void sess_free(struct run *r, struct sess *s)
+{
+	sess_close_fd(s);
+	heap_set(&r->timers, &s->timer, INT64_MAX);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		r->active = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	r->nactive--;
+	free(s);
+}
+
+static void sess_fail(struct run *r, struct sess *s, enum vl_error kind, const char *fmt, ...)
+{
+	struct vl_result *res = r->res;
+	res->failed++;
+	res->errors[kind]++;
+	if (!res->first_error[0]) {
+		va_list ap;
+		int n = snprintf(res->first_error, sizeof res->first_error, "%s: ", vl_error_names[kind]);
+		va_start(ap, fmt);
+		vsnprintf(res->first_error + n, sizeof res->first_error - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	sess_free(r, s);
+}
+
+/* Append request k to the output buffer; -1 if it does not fit. */
+static int queue_request(struct run *r, struct sess *s, unsigned k)
+{
+	const struct vl_config *c = r->cfg;
+	size_t room = OUT_MAX - s->out_len;
+	int n;
+	if (s->v->chunk)
+		n = snprintf(s->out + s->out_len, room,
+			     "GET %s/" LIB_CHUNK_FMT " HTTP/1.1\r\nHost: %s\r\n\r\n",
+			     c->prefix, s->v->name, (unsigned long long)k, c->host);
+	else
+		n = snprintf(s->out + s->out_len, room,
+			     "GET %s/%s HTTP/1.1\r\nHost: %s\r\nRange: bytes=%llu-%llu\r\n\r\n",
+			     c->prefix, s->v->name, c->host, (unsigned long long)seg_offset(s, k),
+			     (unsigned long long)(seg_offset(s, k) + seg_len(s, k) - 1));
+	if (n < 0 || (size_t)n >= room)
+		return -1;
+	s->out_len += (unsigned)n;
+	r->res->requests++;
+	return 0;
+}
+
+static int sess_connect(struct run *r, struct sess *s)
+{
+	const struct vl_config *c = r->cfg;
+	int one = 1;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = s };
+
+	s->fd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->fd < 0) {
+		sess_fail(r, s, VL_ERR_CLIENT, "socket: %s", strerror(errno));
+		return -1;
+	}
+	/* Before connect, so the window the server sees is small from the start. */
+	if (c->rcvbuf > 0)
+		setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &c->rcvbuf, sizeof c->rcvbuf);
+	setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (connect(s->fd, (const struct sockaddr *)&c->addr, c->addrlen) < 0 && errno != EINPROGRESS) {
+		sess_fail(r, s, VL_ERR_CONNECT, "%s:%s: %s", c->host, c->port, strerror(errno));
+		return -1;
+	}
+	if (epoll_ctl(r->ep, EPOLL_CTL_ADD, s->fd, &ev) < 0) {
+		sess_fail(r, s, VL_ERR_CLIENT, "epoll_ctl: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Reconnect after the server closed an idle (or Connection: close) connection,
+ * re-sending whatever was asked and not yet answered. */
+static int sess_reconnect(struct run *r, struct sess *s)
+{
+	sess_close_fd(s);
+	r->res->reconnects++;
+	if (sess_connect(r, s))
+		return -1;
+	for (unsigned k = s->next_recv; k < s->next_send; k++)
+		if (queue_request(r, s, k)) {
+			sess_fail(r, s, VL_ERR_CLIENT, "request buffer full");
+			return -1;
+		}
+	return 0;
+}
+
+static int sess_flush(struct run *r, struct sess *s)
+{
+	while (s->connected && s->writable && s->out_off < s->out_len) {
+		ssize_t n = write(s->fd, s->out + s->out_off, s->out_len - s->out_off);
+		if (n < 0 && errno == EAGAIN) {
+			s->writable = 0;
+		} else if (n < 0) {
+			sess_fail(r, s, VL_ERR_CLOSED, "%s: write: %s", s->v->name, strerror(errno));
+			return -1;
+		} else {
+			s->out_off += (unsigned)n;
+		}
+	}
+	if (s->out_off == s->out_len)
+		s->out_off = s->out_len = 0;
+	return 0;
+}
+
+static void link_refill(struct sess *s, int64_t now)
+{
+	s->tokens += (double)(now - s->tok_ns) * s->rate;
+	if (s->tokens > s->cap)
+		s->tokens = s->cap;
+	s->tok_ns = now;
+}
+
+/* Send every request that is due; 0, or -1 if the session ended. */
+static int sess_send_due(struct run *r, struct sess *s, int64_t now)
+{
+	const struct vl_config *c = r->cfg;
+	while (s->next_send < s->nseg && sched_ns(r, s, s->next_send) + r->delay_ns <= now) {
+		int64_t late = now - (sched_ns(r, s, s->next_send) + r->delay_ns);
+		hist_add(&r->res->lateness, (uint64_t)late);
+		if ((double)late > c->late * NS)
+			r->res->late_sends++;
+		if (s->next_recv == s->next_send) {
+			/* The link was idle: the response starts arriving from now on. */
+			s->tokens = 0;
+			s->tok_ns = now;
+		}
+		if (s->fd < 0 && sess_reconnect(r, s))
+			return -1;
+		if (queue_request(r, s, s->next_send)) {
+			sess_fail(r, s, VL_ERR_CLIENT, "request buffer full");
+			return -1;
+		}
+		s->next_send++;
+	}
+	return sess_flush(r, s);
+}
+
+/* A segment's last byte was read at `now`; -1 if the session ended. */
+static int segment_done(struct run *r, struct sess *s, int64_t now)
+{
+	int64_t sched = sched_ns(r, s, s->next_recv);
+	int64_t lat = now + r->delay_ns - sched;
+	struct vl_result *res = r->res;
+
+	hist_add(&res->latency, (uint64_t)lat);
+	if ((double)lat > r->cfg->deadline * NS) {
+		sess_fail(r, s, VL_ERR_DEADLINE, "%s segment %u took %.3f s", s->v->name,
+			  s->next_recv, (double)lat / NS);
+		return -1;
+	}
+	res->segments++;
+	s->next_recv++;
+	s->in_body = 0;
+	s->hdr_len = 0;
+	if (s->close_after) {
+		/* Server announced the close: reconnect lazily, re-asking the rest. */
+		s->close_after = 0;
+		if (s->next_recv < s->next_send)
+			return sess_reconnect(r, s);
+		sess_close_fd(s);
+	}
+	return 0;
+}
+
+static int check_head(struct run *r, struct sess *s, const struct http_head *h)
+{
+	unsigned k = s->next_recv;
+	uint64_t off = seg_offset(s, k), len = seg_len(s, k);
+	const char *why = NULL;
+
+	if (h->chunked)
+		why = "chunked transfer encoding";
+	else if (h->length < 0)
+		why = "no Content-Length";
+	else if ((uint64_t)h->length != len)
+		why = "wrong Content-Length";
+	else if (s->v->chunk ? h->status != 200
+		 : !(h->status == 206 && (uint64_t)h->range_first == off &&
+		     (uint64_t)h->range_last == off + len - 1) &&
+		   !(h->status == 200 && off == 0 && len == s->v->bytes))
+		why = "wrong status or Content-Range";
+	if (why) {
+		sess_fail(r, s, VL_ERR_HTTP, "%s segment %u: status %d, %s", s->v->name, k, h->status, why);
+		return -1;
+	}
+	s->in_body = 1;
+	s->body_left = len;
+	s->body_off = off;
+	s->close_after = h->close;
+	return 0;
+}
+
+/* Feed received bytes to the response parser; -1 if the session ended. */
+static int sess_consume(struct run *r, struct sess *s, const char *p, size_t n, int64_t now)
+{
+	while (n > 0) {
+		if (s->next_recv >= s->next_send) {
+			sess_fail(r, s, VL_ERR_HTTP, "%s: data without a request", s->v->name);
+			return -1;
+		}
+		if (!s->in_body) {
+			size_t take = n < HDR_MAX - s->hdr_len ? n : HDR_MAX - s->hdr_len;
+			size_t from = s->hdr_len > 3 ? s->hdr_len - 3 : 0, end = 0;
+			memcpy(s->hdr + s->hdr_len, p, take);
+			s->hdr_len += (unsigned)take;
+			for (size_t i = from; i + 4 <= s->hdr_len; i++)
+				if (!memcmp(s->hdr + i, "\r\n\r\n", 4)) {
+					end = i + 4;
+					break;
+				}
+			if (!end) {
+				if (s->hdr_len == HDR_MAX) {
+					sess_fail(r, s, VL_ERR_HTTP, "%s: response head too long", s->v->name);
+					return -1;
+				}
+				return 0;
+			}
+			struct http_head h;
+			size_t used = end - (s->hdr_len - take);
+			if (http_parse_head(s->hdr, end, &h)) {
+				sess_fail(r, s, VL_ERR_HTTP, "%s: malformed response head", s->v->name);
+				return -1;
+			}
+			p += used, n -= used;
+			if (check_head(r, s, &h))
+				return -1;
+			continue;
+		}
+		size_t m = n < s->body_left ? n : (size_t)s->body_left;
+		long bad = content_check(s->v->seed, s->body_off, p, m);
+		if (bad >= 0) {
+			sess_fail(r, s, VL_ERR_INTEGRITY, "%s offset %llu: wrong byte", s->v->name,
+				  (unsigned long long)(s->body_off + (uint64_t)bad));
+			return -1;
+		}
+		r->res->bytes += m;
+		s->body_off += m, s->body_left -= m;
+		p += m, n -= m;
+		if (s->body_left == 0 && segment_done(r, s, now))
+			return -1;
+	}
+	return 0;
+}
+
+/* Read what the link allows; -1 if the session ended. */
+static int sess_read(struct run *r, struct sess *s, int64_t now)
+{
+	s->resume = INT64_MAX;
+	for (int turn = 0; s->fd >= 0 && s->connected && s->readable; turn++) {
+		size_t want = READ_BUF;
+		if (s->rate > 0) {
+			double need = s->cap;
+			link_refill(s, now);
+			/* The last bytes of the last outstanding reply need not wait for a full quantum. */
+			if (s->in_body && s->next_recv + 1 == s->next_send && (double)s->body_left < need)
+				need = (double)s->body_left;
+			if (s->tokens < need) {
+				s->resume = now + (int64_t)ceil((need - s->tokens) / s->rate);
+				return 0;
+			}
+			want = (size_t)s->tokens < want ? (size_t)s->tokens : want;
+		} else if (turn == READS_PER_TURN) {
+			s->resume = now;  /* let the others run */
+			return 0;
+		}
+		ssize_t n = read(s->fd, r->buf, want);
+		if (n < 0 && errno == EAGAIN) {
+			s->readable = 0;
+		} else if (n <= 0) {
+			if (s->next_recv == s->next_send) {  /* idle close: fine, reconnect when needed */
+				sess_close_fd(s);
+				return 0;
+			}
+			sess_fail(r, s, VL_ERR_CLOSED, "%s segment %u: %s", s->v->name, s->next_recv,
+				  n == 0 ? "server closed the connection" : strerror(errno));
+			return -1;
+		} else {
+			if (s->rate > 0)
+				s->tokens -= (double)n;
+			if ((size_t)n < want)
+				s->readable = 0;
+			if (sess_consume(r, s, r->buf, (size_t)n, now))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* Everything due for a session at `now`, then re-arm its timer. */
+static void sess_step(struct run *r, struct sess *s, int64_t now)
+{
+	int64_t wake = INT64_MAX;
+
+	if (sess_send_due(r, s, now) || sess_read(r, s, now))
+		return;
+	if (s->next_recv < s->next_send) {
+		int64_t due = sched_ns(r, s, s->next_recv) + (int64_t)llround(r->cfg->deadline * NS) -
+			      r->delay_ns;
+		if (now >= due) {
+			hist_add(&r->res->latency, (uint64_t)(now + r->delay_ns - sched_ns(r, s, s->next_recv)));
+			sess_fail(r, s, VL_ERR_DEADLINE, "%s segment %u not received in %.1f s",
+				  s->v->name, s->next_recv, r->cfg->deadline);
+			return;
+		}
+		wake = due;
+	} else if (s->next_recv == s->nseg) {
+		r->res->finished++;
+		sess_free(r, s);
+		return;
+	}
+	if (s->next_send < s->nseg) {
+		int64_t t = sched_ns(r, s, s->next_send) + r->delay_ns;
+		wake = t < wake ? t : wake;
+	}
+	wake = s->resume < wake ? s->resume : wake;
+	heap_set(&r->timers, &s->timer, wake);
+}
+
+static void sess_event(struct run *r, struct sess *s, uint32_t ev, int64_t now)
+{
+	if (!s->connected && (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+		int err = 0;
+		socklen_t len = sizeof err;
+		getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		if (err || (ev & EPOLLERR)) {
+			sess_fail(r, s, VL_ERR_CONNECT, "%s:%s: %s", r->cfg->host, r->cfg->port,
+				  strerror(err ? err : ECONNREFUSED));
+			return;
+		}
+		s->connected = 1;
+	}
+	if (ev & EPOLLOUT)
+		s->writable = 1;
+	if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		s->readable = 1;
+	if ((ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && s->next_recv == s->next_send && !s->in_body &&
+	    s->hdr_len == 0)
+		sess_close_fd(s);  /* idle connection closed by the server */
+	sess_step(r, s, now);
+}
+
+static void start_session(struct run *r, int64_t planned, int64_t now)
+{
+	const struct vl_config *c = r->cfg;
+	struct vl_result *res = r->res;
+	struct sess *s = calloc(1, sizeof *s);
+	if (!s) {
+		res->started++;
+		res->failed++;
+		res->errors[VL_ERR_CLIENT]++;
+		return;
+	}
+	s->timer.pos = HEAP_NONE;
+	s->fd = -1;
+	s->start = planned;
+	s->v = workload_video(&r->wl);
+	s->seg_bytes = workload_segment_bytes(&c->wl, s->v);
+	s->nseg = workload_segments_viewed(&c->wl, s->v,
+					   workload_view(&r->wl, workload_video_seconds(s->v)));
+	double bps = c->links[res->started % c->nlinks];
+	s->rate = bps / 8.0 / NS;
+	/* One tick of link time per read, at least one page. */
+	s->cap = fmax(bps / 8.0 * c->tick, 4096.0);
+	s->resume = INT64_MAX;
+	s->next = r->active;
+	if (r->active)
+		r->active->prev = s;
+	r->active = s;
+	res->started++;
+	if (++r->nactive > res->max_active)
+		res->max_active = r->nactive;
+	hist_add(&res->lateness, (uint64_t)(now - planned));
+	if (sess_connect(r, s))
+		return;
+	sess_step(r, s, now);
+}
+
+static void progress(struct run *r, int64_t now, uint64_t *last_bytes, int64_t *last_t)
+{
+	struct vl_result *res = r->res;
+	double dt = (double)(now - *last_t) / NS;
+	fprintf(stderr, "vidload: %6.1fs active %llu started %llu finished %llu failed %llu (%.2f%%) %.1f MB/s\n",
+		(double)(now - r->t0) / NS, (unsigned long long)r->nactive,
+		(unsigned long long)res->started, (unsigned long long)res->finished,
+		(unsigned long long)res->failed, vl_failed_pct(res),
+		dt > 0 ? (double)(res->bytes - *last_bytes) / dt / 1e6 : 0.0);
+	*last_bytes = res->bytes;
+	*last_t = now;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+}
+
+int vl_run(const struct vl_config *cfg, uint64_t seed, struct vl_result *res)
+{
+	struct run r = { .cfg = cfg, .res = res, .ep = -1 };
+	struct epoll_event events[256];
+	char err[256];
+	int rc = -1;
+
+	*res = (struct vl_result){ .rate = cfg->rate, .duration = cfg->duration, .seed = seed };
+	hist_init(&res->latency);
+	hist_init(&res->lateness);
+	heap_init(&r.timers);
+	if (workload_init(&r.wl, &cfg->wl, &cfg->lib, 0, seed, err, sizeof err)) {
+		fprintf(stderr, "vidload: %s\n", err);
+		goto out;
+	}
+	r.buf = malloc(READ_BUF);
+	r.ep = epoll_create1(EPOLL_CLOEXEC);
+	if (!r.buf || r.ep < 0) {
+		fprintf(stderr, "vidload: %s\n", r.buf ? strerror(errno) : "out of memory");
+		goto out;
+	}
+	rng_init(&r.arrivals, seed, RNG_ARRIVALS);
+	r.delay_ns = (int64_t)llround(cfg->delay * NS);
+
+	double cpu0 = cpu_seconds();
+	int64_t now = now_ns();
+	r.t0 = now;
+	int64_t end = now + (int64_t)llround(cfg->duration * NS);
+	int64_t arrival = cfg->rate > 0 ? now + (int64_t)llround(rng_exp(&r.arrivals, 1.0 / cfg->rate) * NS)
+					: INT64_MAX;
+	int64_t step = (int64_t)llround(cfg->progress * NS), next_progress = step > 0 ? now + step : INT64_MAX;
+	int64_t last_t = now;
+	uint64_t last_bytes = 0;
+
+	for (;;) {
+		now = now_ns();
+		if (now >= end)
+			break;
+		while (arrival <= now && arrival < end) {
+			start_session(&r, arrival, now);
+			arrival += (int64_t)llround(rng_exp(&r.arrivals, 1.0 / cfg->rate) * NS);
+		}
+		struct heap_node *t;
+		while ((t = heap_top(&r.timers)) && t->when <= now)
+			sess_step(&r, (struct sess *)t, now);
+		if (now >= next_progress) {
+			if (!cfg->quiet)
+				progress(&r, now, &last_bytes, &last_t);
+			next_progress += step;
+		}
+		int64_t wake = end;
+		wake = arrival < wake ? arrival : wake;
+		wake = next_progress < wake ? next_progress : wake;
+		if ((t = heap_top(&r.timers)) && t->when < wake)
+			wake = t->when;
+		int64_t wait = wake > now ? wake - now : 0;
+		struct timespec ts = { .tv_sec = wait / NS, .tv_nsec = wait % NS };
+		int n = epoll_pwait2(r.ep, events, 256, &ts, NULL);
+		if (n < 0 && errno != EINTR) {
+			fprintf(stderr, "vidload: epoll_pwait2: %s\n", strerror(errno));
+			goto out;
+		}
+		now = now_ns();
+		for (int i = 0; i < n; i++)
+			sess_event(&r, events[i].data.ptr, events[i].events, now);
+	}
+	/* Sessions still running at the end count as completed if nothing failed. */
+	res->active_at_end = r.nactive;
+	res->elapsed = (double)(now - r.t0) / NS;
+	res->cpu_seconds = cpu_seconds() - cpu0;
+	rc = 0;
+out:
+	while (r.active)
+		sess_free(&r, r.active);
+	if (r.ep >= 0)
+		close(r.ep);
+	free(r.buf);
+	heap_free(&r.timers);
+	workload_free(&r.wl);
+	return rc;
+}

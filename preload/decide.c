@@ -1,0 +1,135 @@
+/*
+ * decide.c - what happens before and after every intercepted call.
+ *
+ * Before: only regular files are ours (fstat); the range the call will
+ * read is clipped to the file size; a resident range is a hit and goes
+ * straight to libc.  Otherwise, per mode, the daemon is asked to make it
+ * resident (serialized with every other reader of the device, enlarged to
+ * the prefetch size) or the enlarged read is done here.  Then the caller
+ * makes the real call, unchanged, and after() records its time.
+ *
+ * Cost on a hit: fstat + cachestat (+ lseek when the call uses the file
+ * offset) + two clock reads.  fcntl(F_GETFL) (O_DIRECT, write-only, O_PATH)
+ * is only paid on a miss: a hit on an O_DIRECT fd is passed through
+ * anyway, so it needs no check.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+/* An enormous call (cat's copy_file_range asks for 1 GiB at a time) is
+ * ensured only up to this much from its start: the daemon answers after
+ * one prefetch, and the kernel reads the rest while the call runs. */
+static uint64_t ensure_cap(void)
+{
+	return shim_cfg.prefetch > LC_DEFAULT_PREFETCH ? shim_cfg.prefetch : LC_DEFAULT_PREFETCH;
+}
+
+/* Files the daemon must not be handed: no page cache (O_DIRECT), or
+ * unreadable through this fd (the program's call fails by itself). */
+static int fd_is_readable_buffered(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return 0;
+	if (fl & (O_DIRECT | O_PATH))
+		return 0;
+	return (fl & O_ACCMODE) != O_WRONLY;
+}
+
+static void miss(struct shim_op *op, int fd, const struct stat *st, uint64_t off, uint64_t len)
+{
+	if (!fd_is_readable_buffered(fd))
+		return;
+	uint64_t roff = 0, rlen = 0;
+	switch (shim_cfg.mode) {
+	case SHIM_MODE_PREFETCH: {
+		uint64_t want = len > shim_cfg.prefetch ? len : shim_cfg.prefetch;
+		if (want > (uint64_t)st->st_size - off)
+			want = (uint64_t)st->st_size - off;
+		rlen = shim_local_prefetch(fd, off, want);
+		roff = off;
+		break;
+	}
+	case SHIM_MODE_SERIALIZE:
+	case SHIM_MODE_PREFETCH_SERIALIZE:
+		if (shim_client_ensure(fd, off, len, op->call, &roff, &rlen) != SHIM_ENSURE_OK)
+			rlen = 0;
+		break;
+	default:
+		return;
+	}
+	shim_hint_set(st->st_dev, st->st_ino, roff, rlen);
+}
+
+void shim_before(struct shim_op *op, int call, int fd, int64_t off, uint64_t len)
+{
+	op->active = 0;
+	if (shim_cfg.mode == SHIM_MODE_OFF)
+		return;
+	int saved = errno;
+	shim_in_shim++;
+
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		goto out;
+	op->active = 1;
+	op->call = call;
+	op->hit = 0;
+	op->len = len;
+	op->t0 = shim_now_ns();
+	if (shim_cfg.mode == SHIM_MODE_TRACK || len == 0)
+		goto out;
+
+	if (off < 0) {
+		off = lseek(fd, 0, SEEK_CUR);
+		if (off < 0)
+			goto out;
+	}
+	if ((uint64_t)off >= (uint64_t)st.st_size) {
+		op->hit = 1;  /* end of file: nothing to read, nothing to fetch */
+		goto out;
+	}
+	uint64_t avail = (uint64_t)st.st_size - (uint64_t)off;
+	if (len > avail)
+		len = avail;
+	if (len > ensure_cap())
+		len = ensure_cap();
+
+	switch (shim_residency(fd, (uint64_t)off, len)) {
+	case SHIM_RES_RESIDENT:
+		op->hit = 1;
+		break;
+	case SHIM_RES_UNKNOWN:
+		if (shim_hint_covers(st.st_dev, st.st_ino, (uint64_t)off, len)) {
+			op->hit = 1;
+			break;
+		}
+		/* only the daemon can tell */
+		__attribute__((fallthrough));
+	case SHIM_RES_MISSING:
+		miss(op, fd, &st, (uint64_t)off, len);
+		break;
+	case SHIM_RES_UNSUPPORTED:
+		break;
+	}
+out:
+	shim_in_shim--;
+	errno = saved;
+}
+
+void shim_after(struct shim_op *op)
+{
+	if (!op->active)
+		return;
+	int saved = errno;
+	shim_in_shim++;
+	uint64_t now = shim_now_ns();
+	shim_stats_record(op->call, op->hit, op->len, now - op->t0);
+	shim_stats_maybe_report(now);
+	shim_in_shim--;
+	errno = saved;
+}

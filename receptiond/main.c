@@ -112,11 +112,11 @@ static int parse_options(int argc, char **argv)
 		const char *env = getenv(LC_ENV_SOCKET);
 		if (env && *env) {
 			rd_cfg.socket_path = env;
-		} else if (geteuid() == 0) {
+		} else if (getuid() == 0) {
 			rd_cfg.socket_path = LC_DEFAULT_SOCKET_ROOT;
 		} else {
 			snprintf(default_socket, sizeof default_socket, LC_DEFAULT_SOCKET_USER,
-			         (unsigned)geteuid());
+			         (unsigned)getuid());
 			rd_cfg.socket_path = default_socket;
 		}
 	}

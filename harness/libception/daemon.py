@@ -46,7 +46,7 @@ def socket_path(explicit=None):
     env = os.environ.get(ENV_SOCKET)
     if env:
         return env
-    uid = os.geteuid()
+    uid = os.getuid()
     return DEFAULT_SOCKET_ROOT if uid == 0 else DEFAULT_SOCKET_USER.replace("%u", str(uid))
 
 

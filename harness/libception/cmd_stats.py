@@ -1,0 +1,106 @@
+"""Show receptiond's statistics: per device and per intercepted call.
+
+Per device: requests, hits, bytes the programs asked for and the daemon
+read, queue length now/max, queue wait and read time percentiles, the
+fraction of time a read was running.  Per call (from the libraries'
+reports): counts, hits and latency percentiles.  --json prints the
+daemon's own JSON.
+"""
+import json
+import sys
+
+from . import daemon
+
+
+def add_arguments(p):
+    p.add_argument("--socket", metavar="PATH", help="receptiond's socket")
+    p.add_argument("--json", action="store_true", help="print the daemon's JSON")
+
+
+def human_bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024.0
+    return str(n)
+
+
+def hist_quantile_us(hist, q):
+    """Upper bound (us) of the bucket holding quantile q of a protocol.h
+    histogram (bucket i: calls under 2^i us, the last: the rest)."""
+    total = sum(hist)
+    if not total:
+        return None
+    rank = min(int(q * total), total - 1)
+    seen = 0
+    for i, c in enumerate(hist):
+        seen += c
+        if seen > rank:
+            return float(2 ** i)
+    return float(2 ** (len(hist) - 1))
+
+
+def fmt_us(v):
+    if v is None:
+        return "-"
+    if v >= 1e6:
+        return f"{v / 1e6:.2f}s"
+    if v >= 1e3:
+        return f"{v / 1e3:.1f}ms"
+    return f"{v:.0f}us"
+
+
+def render(st):
+    out = []
+    out.append(f"receptiond pid {st['pid']}, up {st['uptime_s']:.0f} s, socket {st['socket']}, "
+               f"prefetch {human_bytes(st['prefetch'])}; connections {st['connections']['now']} "
+               f"(max {st['connections']['max']}); malformed {st['malformed']}, "
+               f"bad requests {st['bad_requests']}")
+    out.append("")
+    hdr = (f"{'device':<14} {'policy':<12} {'requests':>9} {'hits':>8} {'merged':>7} {'busy':>5} "
+           f"{'asked':>10} {'read':>10} {'queue':>7} {'wait p50/p99':>15} "
+           f"{'read p50/p99':>15} {'busy%':>6}")
+    out.append(hdr)
+    for d in st["devices"]:
+        pol = d["policy"]
+        size = pol.get("size")
+        pname = pol["name"] + (f" {human_bytes(size)}" if isinstance(size, int) else "")
+        out.append(
+            f"{d['name']:<14} {pname:<12} {d['requests']:>9} {d['hits']:>8} {d['merged']:>7} "
+            f"{d['busy_rejected']:>5} {human_bytes(d['bytes_asked']):>10} "
+            f"{human_bytes(d['bytes_read']):>10} {str(d['queue_now']) + '/' + str(d['queue_max']):>7} "
+            f"{fmt_us(d['wait_us']['p50']) + '/' + fmt_us(d['wait_us']['p99']):>15} "
+            f"{fmt_us(d['service_us']['p50']) + '/' + fmt_us(d['service_us']['p99']):>15} "
+            f"{100 * d['busy_fraction']:>5.1f}%")
+    if not st["devices"]:
+        out.append("(no requests yet)")
+    out.append("")
+    out.append(f"{'call':<16} {'calls':>10} {'hits':>10} {'bytes':>10} "
+               f"{'p50':>8} {'p90':>8} {'p99':>8}   (latency: upper bound of the 2^i us bucket)")
+    for name, c in st["calls"].items():
+        if not c["calls"]:
+            continue
+        h = c["hist"]
+        out.append(f"{name:<16} {c['calls']:>10} {c['hits']:>10} {human_bytes(c['bytes']):>10} "
+                   f"{fmt_us(hist_quantile_us(h, 0.5)):>8} {fmt_us(hist_quantile_us(h, 0.9)):>8} "
+                   f"{fmt_us(hist_quantile_us(h, 0.99)):>8}")
+    if not any(c["calls"] for c in st["calls"].values()):
+        out.append("(no reports from libraries yet)")
+    return "\n".join(out)
+
+
+def main(args):
+    path = daemon.socket_path(args.socket)
+    try:
+        st = daemon.stats(path)
+    except OSError as e:
+        print(f"libception: stats: no receptiond on {path} ({e.strerror or e})", file=sys.stderr)
+        return 1
+    except daemon.DaemonError as e:
+        print(f"libception: stats: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(st, indent=1))
+    else:
+        print(render(st))
+    return 0

@@ -8,14 +8,17 @@
  * the prefetch size) or the enlarged read is done here.  Then the caller
  * makes the real call, unchanged, and after() records its time.
  *
- * Cost on a hit: fstat + cachestat (+ lseek when the call uses the file
- * offset) + two clock reads.  fcntl(F_GETFL) (O_DIRECT, write-only, O_PATH)
- * is only paid on a miss: a hit on an O_DIRECT fd is passed through
- * anyway, so it needs no check.
+ * Cost on a hit: one cachestat (+ lseek when the call uses the file
+ * offset) + two clock reads.  fstat, fstatfs and fcntl(F_GETFL) (O_DIRECT,
+ * write-only, O_PATH) are only paid on a miss: a hit on an O_DIRECT fd is
+ * passed through anyway, so it needs no check.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -65,6 +68,31 @@ static void miss(struct shim_op *op, int fd, const struct stat *st, uint64_t off
 	shim_hint_set(st->st_dev, st->st_ino, roff, rlen);
 }
 
+/* The old fstat syscall: glibc's fstat() is fstatat(fd, "", AT_EMPTY_PATH),
+ * which costs a path lookup on top. */
+static int raw_fstat(int fd, struct stat *st)
+{
+	return (int)syscall(SYS_fstat, fd, st);
+}
+
+/* Filesystems whose files have no disk behind them: prefetching them is
+ * pointless (tmpfs: the pages are the file) or harmful (proc and sysfs
+ * files have side effects and no page cache, so they never look
+ * resident). */
+static int worth_prefetching(int fd)
+{
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0)
+		return 0;
+	switch ((unsigned long)sf.f_type) {
+	case PROC_SUPER_MAGIC: case SYSFS_MAGIC: case TMPFS_MAGIC: case RAMFS_MAGIC:
+	case DEBUGFS_MAGIC: case TRACEFS_MAGIC: case SECURITYFS_MAGIC: case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC: case DEVPTS_SUPER_MAGIC: case BPF_FS_MAGIC:
+		return 0;
+	}
+	return 1;
+}
+
 void shim_before(struct shim_op *op, int call, int fd, int64_t off, uint64_t len)
 {
 	op->active = 0;
@@ -72,46 +100,60 @@ void shim_before(struct shim_op *op, int call, int fd, int64_t off, uint64_t len
 		return;
 	int saved = errno;
 	shim_in_shim++;
-
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		goto out;
-	op->active = 1;
 	op->call = call;
 	op->hit = 0;
 	op->len = len;
 	op->t0 = shim_now_ns();
-	if (shim_cfg.mode == SHIM_MODE_TRACK || len == 0)
-		goto out;
 
-	if (off < 0) {
-		off = lseek(fd, 0, SEEK_CUR);
-		if (off < 0)
-			goto out;
+	struct stat st;
+	if (shim_cfg.mode == SHIM_MODE_TRACK || len == 0) {
+		op->active = raw_fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+		goto out;
 	}
+	/* The file offset; fails (ESPIPE) for pipes and sockets, which is
+	 * how a read() on those leaves at the cost of one syscall. */
+	if (off < 0 && (off = lseek(fd, 0, SEEK_CUR)) < 0)
+		goto out;
+	uint64_t want = len < ensure_cap() ? len : ensure_cap();
+
+	/* The hit path is this one syscall: cachestat is asked before fstat,
+	 * and only a range that is not resident pays for fstat.  Nothing but
+	 * a file (or a block device) has cached pages, so a "resident" answer
+	 * also says the fd is worth counting. */
+	enum shim_res res = shim_residency(fd, (uint64_t)off, want);
+	if (res == SHIM_RES_RESIDENT) {
+		op->active = op->hit = 1;
+		goto out;
+	}
+	if (raw_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		goto out;
+	op->active = 1;
 	if ((uint64_t)off >= (uint64_t)st.st_size) {
 		op->hit = 1;  /* end of file: nothing to read, nothing to fetch */
 		goto out;
 	}
+	/* The range ran past the end of the file, where pages never exist. */
 	uint64_t avail = (uint64_t)st.st_size - (uint64_t)off;
-	if (len > avail)
-		len = avail;
-	if (len > ensure_cap())
-		len = ensure_cap();
+	if (want > avail) {
+		want = avail;
+		if (res == SHIM_RES_MISSING)
+			res = shim_residency(fd, (uint64_t)off, want);
+	}
 
-	switch (shim_residency(fd, (uint64_t)off, len)) {
+	switch (res) {
 	case SHIM_RES_RESIDENT:
 		op->hit = 1;
 		break;
 	case SHIM_RES_UNKNOWN:
-		if (shim_hint_covers(st.st_dev, st.st_ino, (uint64_t)off, len)) {
+		if (shim_hint_covers(st.st_dev, st.st_ino, (uint64_t)off, want)) {
 			op->hit = 1;
 			break;
 		}
 		/* only the daemon can tell */
 		__attribute__((fallthrough));
 	case SHIM_RES_MISSING:
-		miss(op, fd, &st, (uint64_t)off, len);
+		if (worth_prefetching(fd))
+			miss(op, fd, &st, (uint64_t)off, want);
 		break;
 	case SHIM_RES_UNSUPPORTED:
 		break;

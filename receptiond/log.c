@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define RD_LOG_BURST 20
+
 static int log_fd = 2;
 
 int rd_log_open(const char *path)
@@ -49,13 +51,20 @@ void rd_log(const char *fmt, ...)
 
 void rd_log_limited(int *last_sec, unsigned *suppressed, const char *fmt, ...)
 {
+	/* At most RD_LOG_BURST lines a second per call site; the rest are
+	 * counted and summed up in the next line that gets through. */
+	static __thread unsigned in_this_sec;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	if ((int)ts.tv_sec == *last_sec) {
+	if ((int)ts.tv_sec != *last_sec) {
+		*last_sec = (int)ts.tv_sec;
+		in_this_sec = 0;
+	}
+	if (in_this_sec >= RD_LOG_BURST) {
 		__atomic_add_fetch(suppressed, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	*last_sec = (int)ts.tv_sec;
+	in_this_sec++;
 	unsigned s = __atomic_exchange_n(suppressed, 0, __ATOMIC_RELAXED);
 	if (s)
 		rd_log("(%u similar lines suppressed)", s);

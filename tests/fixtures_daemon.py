@@ -1,0 +1,164 @@
+"""Fixtures for receptiond's tests: a daemon of the test's own on a short
+private socket path, cold files, and a raw protocol client."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import BIN, LIBCEPTION_SO
+from libception import daemon as lcd
+
+RECEPTIOND = os.path.join(BIN, "receptiond")
+
+
+def make_cold_file(path, size, seed=1):
+    """Write size bytes (deterministic per seed), flush them to disk and
+    drop them from the page cache, so the next read goes to the device."""
+    chunk = (seed.to_bytes(4, "little") * 16384)
+    with open(path, "wb") as f:
+        left = size
+        i = 0
+        while left > 0:
+            block = (i.to_bytes(8, "little") + chunk)[: min(left, len(chunk) + 8)]
+            f.write(block)
+            left -= len(block)
+            i += 1
+        f.flush()
+        os.fsync(f.fileno())
+    drop_cache(path)
+    return path
+
+
+def drop_cache(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def cached_pages(path, off=0, length=0):
+    """Pages of [off, off+length) in the page cache (cachestat), as root."""
+    import ctypes
+    import struct
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        rng = struct.pack("=QQ", off, length)
+        cs = ctypes.create_string_buffer(40)
+        if libc.syscall(451, fd, rng, cs, 0) != 0:
+            raise OSError(ctypes.get_errno(), "cachestat")
+        return struct.unpack("=5Q", cs.raw)[0]
+    finally:
+        os.close(fd)
+
+
+class Daemon:
+    """A foreground receptiond owned by one test."""
+
+    def __init__(self, workdir, args=()):
+        self.dir = workdir
+        self.path = os.path.join(workdir, "rd.sock")
+        self.log = os.path.join(workdir, "receptiond.log")
+        self.args = list(args)
+        self.proc = None
+
+    def start(self, extra=()):
+        cmd = [RECEPTIOND, "--foreground", "--socket", self.path, "--log", self.log]
+        self.proc = subprocess.Popen(cmd + self.args + list(extra), stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while not lcd.is_listening(self.path):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"receptiond exited with {self.proc.returncode}: {self.log_text()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("receptiond did not listen within 20 s")
+            time.sleep(0.01)
+        return self
+
+    def stats(self):
+        return lcd.stats(self.path)
+
+    def device(self, name=None):
+        devs = self.stats()["devices"]
+        if name is None:
+            assert len(devs) == 1, devs
+            return devs[0]
+        return next(d for d in devs if d["name"] == name)
+
+    def connect(self):
+        return lcd.connect(self.path)
+
+    def log_text(self):
+        try:
+            with open(self.log) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+        if self.proc:
+            self.proc.wait(timeout=20)
+
+    def env(self, **extra):
+        """Environment for a program under libception talking to this daemon."""
+        env = dict(os.environ)
+        env["LD_PRELOAD"] = LIBCEPTION_SO
+        env["LIBCEPTION_SOCKET"] = self.path
+        env.update({k: str(v) for k, v in extra.items()})
+        return env
+
+
+@pytest.fixture
+def daemon_dir():
+    """A short, world-enterable directory (Unix socket paths are short, and
+    www-data workers must reach the socket)."""
+    d = tempfile.mkdtemp(prefix="lc-daemon-")
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def receptiond(daemon_dir):
+    """A running foreground receptiond with the default settings; killed
+    after the test even if it fails."""
+    d = Daemon(daemon_dir).start()
+    yield d
+    d.kill()
+
+
+@pytest.fixture
+def make_daemon(daemon_dir):
+    """Factory for daemons with arguments; all are killed afterwards."""
+    made = []
+
+    def make(args=(), start=True, name=None):
+        sub = os.path.join(daemon_dir, name or f"d{len(made)}")
+        os.makedirs(sub, exist_ok=True)
+        os.chmod(sub, 0o755)
+        d = Daemon(sub, args)
+        made.append(d)
+        return d.start() if start else d
+    yield make
+    for d in made:
+        d.kill()
+
+
+@pytest.fixture
+def need_library():
+    if not os.path.exists(LIBCEPTION_SO):
+        pytest.skip(f"{LIBCEPTION_SO} is not built")
+    return LIBCEPTION_SO

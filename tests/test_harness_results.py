@@ -1,0 +1,93 @@
+"""results.py: versioned JSON written atomically, resumable by point;
+cleanup.py: teardown in reverse order on exit, exception and SIGTERM;
+progress.py: one line per step with an ETA."""
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from libception import cleanup, progress, results
+
+
+def test_results_roundtrip_and_resume(tmp_path):
+    path = tmp_path / "out" / "demo.json"
+    r = results.Results(str(path), "demo", settings={"a": 1}, seeds=[1, 2])
+    r.add({"server": "nginx", "mode": "vanilla"}, rate=3.5)
+    data = json.loads(path.read_text())
+    assert data["schema"] == "libception-bench" and data["version"] == 1
+    assert data["scenario"] == "demo" and data["seeds"] == [1, 2]
+    assert "kernel" in data["machine"] and data["date"]
+    assert data["runs"] == [{"point": {"server": "nginx", "mode": "vanilla"}, "rate": 3.5}]
+    again = results.Results(str(path), "demo", settings={"a": 1}, resume=True)
+    assert again.has({"mode": "vanilla", "server": "nginx"})
+    assert not again.has({"mode": "libception", "server": "nginx"})
+    again.add({"server": "nginx", "mode": "vanilla"}, rate=4.0)  # replaces
+    assert [r["rate"] for r in results.load(str(path))["runs"]] == [4.0]
+    fresh = results.Results(str(path), "demo", settings={"a": 1}, resume=False)
+    assert not fresh.has({"server": "nginx", "mode": "vanilla"})
+    assert not [p for p in os.listdir(path.parent) if p.startswith(".tmp-")]
+
+
+def test_resume_refuses_other_scenario_or_settings(tmp_path):
+    path = str(tmp_path / "x.json")
+    results.Results(path, "demo", settings={"a": 1}).save()
+    with pytest.raises(results.ResultsError, match="scenario"):
+        results.Results(path, "ablation", resume=True)
+    with pytest.raises(results.ResultsError, match="settings differ"):
+        results.Results(path, "demo", settings={"a": 2}, resume=True)
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(results.ResultsError, match="bad.json"):
+        results.load(str(tmp_path / "bad.json"))
+
+
+def test_cleanup_runs_in_reverse_even_after_failures():
+    done = []
+    log = []
+    with pytest.raises(RuntimeError):
+        with cleanup.Cleanup(log=log.append) as c:
+            c.push("first", lambda: done.append(1))
+            c.push("broken", lambda: 1 / 0)
+            h = c.push("third", lambda: done.append(3))
+            c.push("fourth", lambda: done.append(4))
+            c.run_now(h)
+            raise RuntimeError("boom")
+    assert done == [3, 4, 1]
+    assert len(log) == 1 and "broken" in log[0]
+
+
+def test_cleanup_on_sigterm_in_a_real_process(tmp_path):
+    marker = tmp_path / "cleaned"
+    harness = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness")
+    code = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {harness!r})
+        from libception import cleanup
+        with cleanup.Cleanup() as c:
+            c.push("marker", lambda: open({str(marker)!r}, "w").write("ok"))
+            print("ready", flush=True)
+            time.sleep(60)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=20)
+    assert p.returncode != 0
+    assert marker.read_text() == "ok"
+
+
+def test_progress_prints_steps_with_eta():
+    now = [0.0]
+    out = io.StringIO()
+    pr = progress.Progress(3, out=out, clock=lambda: now[0])
+    pr.begin("one")
+    now[0] = 60
+    pr.end()
+    pr.begin("two")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "libception bench: 0m00s [1/3] one"
+    assert lines[1] == "libception bench: 1m00s eta 2m00s [2/3] two"

@@ -19,7 +19,7 @@
 static const char usage[] =
 	"usage: vidload --url URL --library FILE --rate R --duration S [--seed N] [--json FILE]\n"
 	"               [--zipf A] [--views SHARE,SPAN] [--segment S] [--burst N] [--deadline S]\n"
-	"               [--links LIST] [--delay-ms MS] [--tick-ms MS] [--rcvbuf BYTES]\n"
+	"               [--links LIST] [--delay-ms MS] [--tick-ms MS] [--rcvbuf BYTES] [--mss BYTES]\n"
 	"               [--late-ms MS] [--progress S] [--no-shuffle] [--quiet]\n"
 	"       vidload ... --search LO:HI [--resolution R] [--repeats N] [--max-fail PCT] [--between CMD]\n"
 	"       vidload --sample zipf|arrivals|views --count N [--library FILE | --videos N] [--rate R] [--seed N]\n"
@@ -121,7 +121,7 @@ static void raise_nofile(void)
 
 enum {
 	O_URL = 256, O_LIBRARY, O_RATE, O_DURATION, O_SEED, O_JSON, O_ZIPF, O_VIEWS, O_SEGMENT,
-	O_BURST, O_DEADLINE, O_LINKS, O_DELAY, O_TICK, O_RCVBUF, O_LATE, O_PROGRESS, O_NOSHUFFLE,
+	O_BURST, O_DEADLINE, O_LINKS, O_DELAY, O_TICK, O_RCVBUF, O_MSS, O_LATE, O_PROGRESS, O_NOSHUFFLE,
 	O_QUIET, O_SEARCH, O_RESOLUTION, O_REPEATS, O_MAXFAIL, O_BETWEEN, O_SAMPLE, O_COUNT,
 	O_VIDEOS, O_MATERIALIZE, O_HELP,
 };
@@ -132,6 +132,7 @@ static const struct option options[] = {
 	{ "zipf", 1, 0, O_ZIPF }, { "views", 1, 0, O_VIEWS }, { "segment", 1, 0, O_SEGMENT },
 	{ "burst", 1, 0, O_BURST }, { "deadline", 1, 0, O_DEADLINE }, { "links", 1, 0, O_LINKS },
 	{ "delay-ms", 1, 0, O_DELAY }, { "tick-ms", 1, 0, O_TICK }, { "rcvbuf", 1, 0, O_RCVBUF },
+	{ "mss", 1, 0, O_MSS },
 	{ "late-ms", 1, 0, O_LATE }, { "progress", 1, 0, O_PROGRESS },
 	{ "no-shuffle", 0, 0, O_NOSHUFFLE }, { "quiet", 0, 0, O_QUIET },
 	{ "search", 1, 0, O_SEARCH }, { "resolution", 1, 0, O_RESOLUTION },
@@ -148,7 +149,7 @@ int main(int argc, char **argv)
 		.wl = { .zipf_alpha = 0.8, .early_share = 0.44, .early_span = 0.2, .segment_s = 10,
 			.burst = 3, .shuffle = 1 },
 		.deadline = 10, .links = { 3.5e6, 10e6 }, .nlinks = 2, .delay = 0.05, .tick = 0.01,
-		.rcvbuf = 65536, .progress = 5, .late = 0.02,
+		.rcvbuf = 65536, .mss = 1448, .progress = 5, .late = 0.02,
 	};
 	struct search_opts so = { .resolution = 1, .repeats = 1, .max_fail_pct = 0.3 };
 	const char *json = NULL, *sample = NULL, *materialize = NULL, *search = NULL;
@@ -183,6 +184,8 @@ int main(int argc, char **argv)
 			c.tick = v / 1e3; break;
 		case O_RCVBUF: if (num(a, &v, 0) || v > 1 << 30) return bad("--rcvbuf", a, "bytes (0 = default)");
 			c.rcvbuf = (int)v; break;
+		case O_MSS: if (num(a, &v, 0) || v > 65535 || (v > 0 && v < 88)) return bad("--mss", a, "88..65535 bytes (0 = the interface's)");
+			c.mss = (int)v; break;
 		case O_LATE: if (num(a, &v, 0)) return bad("--late-ms", a, "milliseconds >= 0");
 			c.late = v / 1e3; break;
 		case O_PROGRESS: if (num(a, &c.progress, 0)) return bad("--progress", a, "seconds (0 = off)"); break;

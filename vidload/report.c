@@ -61,8 +61,8 @@ void report_json_settings(FILE *f, const struct vl_config *c)
 		c->wl.shuffle ? "true" : "false", c->deadline);
 	for (unsigned i = 0; i < c->nlinks; i++)
 		fprintf(f, "%s%g", i ? ", " : "", c->links[i]);
-	fprintf(f, "], \"delay_ms\": %g, \"tick_ms\": %g, \"rcvbuf\": %d, \"late_ms\": %g}",
-		c->delay * 1e3, c->tick * 1e3, c->rcvbuf, c->late * 1e3);
+	fprintf(f, "], \"delay_ms\": %g, \"tick_ms\": %g, \"rcvbuf\": %d, \"mss\": %d, \"late_ms\": %g}",
+		c->delay * 1e3, c->tick * 1e3, c->rcvbuf, c->mss, c->late * 1e3);
 }
 
 static void json_hist(FILE *f, const char *name, const struct hist *h)

@@ -186,6 +186,10 @@ static int sess_connect(struct run *r, struct sess *s)
 	/* Before connect, so the window the server sees is small from the start. */
 	if (c->rcvbuf > 0)
 		setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &c->rcvbuf, sizeof c->rcvbuf);
+	/* Ethernet-sized segments: with loopback's 64 KiB MSS the server's initial
+	 * cwnd (and so its autotuned send buffer) would swallow whole segments. */
+	if (c->mss > 0)
+		setsockopt(s->fd, IPPROTO_TCP, TCP_MAXSEG, &c->mss, sizeof c->mss);
 	setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	if (connect(s->fd, (const struct sockaddr *)&c->addr, c->addrlen) < 0 && errno != EINPROGRESS) {
 		sess_fail(r, s, VL_ERR_CONNECT, "%s:%s: %s", c->host, c->port, strerror(errno));

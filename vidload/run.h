@@ -46,6 +46,7 @@ struct vl_config {
 	double delay;          /* one-way seconds */
 	double tick;           /* seconds of link time per paced read */
 	int rcvbuf;            /* SO_RCVBUF bytes, 0 = kernel default */
+	int mss;               /* TCP_MAXSEG before connect, 0 = the interface's */
 	/* reporting */
 	double progress;       /* seconds between progress lines, 0 = none */
 	double late;           /* a send later than this (seconds) is a late start */

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 struct sched_req {
@@ -36,6 +37,7 @@ static void *actuator(void *arg)
 	struct model_req *cand = NULL;
 	size_t capc = 0;
 
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop) {
 		if (s->nq == 0) {
@@ -61,11 +63,14 @@ static void *actuator(void *arg)
 		req->cost = model_serve(&s->m, t, &req->r);
 		req->done_at = t + req->cost.total;
 		s->model_t = req->done_at;
-		pthread_mutex_unlock(&s->lock);
-		sleep_until(req->done_at);
-		pthread_mutex_lock(&s->lock);
-		req->done = 1;
+		/* The caller sleeps until done_at itself (one wake-up, not two);
+		 * the actuator waits for the same instant before it picks the
+		 * next command, so SPTF sees what has arrived by then. */
+		int64_t until = req->done_at;
 		pthread_cond_signal(&req->cv);
+		pthread_mutex_unlock(&s->lock);
+		sleep_until(until);
+		pthread_mutex_lock(&s->lock);
 	}
 	pthread_mutex_unlock(&s->lock);
 	free(cand);
@@ -84,6 +89,12 @@ static void snapshot(struct sched *s, int64_t now)
 
 void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta)
 {
+	static __thread int slack_set;
+	if (!slack_set) {
+		/* Wake at the deadline, not up to 50 us after it. */
+		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+		slack_set = 1;
+	}
 	struct sched_req req = { .r = { pos, len, 0 }, .meta = meta };
 	pthread_cond_init(&req.cv, NULL);
 	pthread_mutex_lock(&s->lock);
@@ -98,10 +109,16 @@ void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta)
 	}
 	s->q[s->nq++] = &req;
 	pthread_cond_signal(&s->submitted);
-	/* Once the actuator holds the request it will finish it, even when
-	 * stopping: only an untaken one may be abandoned. */
-	while (!req.done && !(s->stop && !req.taken))
+	/* Once the actuator has scheduled the request it is ours to finish,
+	 * even when stopping: only an unscheduled one may be abandoned. */
+	while (!req.taken && !s->stop)
 		pthread_cond_wait(&req.cv, &s->lock);
+	if (req.taken) {
+		pthread_mutex_unlock(&s->lock);
+		sleep_until(req.done_at);
+		pthread_mutex_lock(&s->lock);
+		req.done = 1;
+	}
 	int64_t now = sched_now();
 	int64_t late = now - req.done_at;
 	if (req.done) {

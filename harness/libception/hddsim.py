@@ -35,12 +35,12 @@ def binary():
     source tree's build/, or PATH."""
     cands = [os.environ.get("HDDSIM", "")]
     for base in (HERE, os.path.realpath(HERE)):
-        cands.append(os.path.join(base, "..", "..", "..", "bin", "hddsim"))  # PREFIX/share/libception/harness
+        cands.append(os.path.join(base, "..", "..", "..", "..", "bin", "hddsim"))  # PREFIX/share/libception/harness/libception
         cands.append(os.path.join(base, "..", "..", "build", "bin", "hddsim"))  # repo/harness
     cands.append(shutil.which("hddsim") or "")
     for c in cands:
         if c and os.access(c, os.X_OK):
-            return os.path.abspath(c)
+            return os.path.realpath(c)
     raise HddsimError("hddsim: executable not found (build it with make, or set HDDSIM)")
 
 

@@ -1,0 +1,227 @@
+"""Calibrate hddsim on a live mount against its drive presets.
+
+Checks, per preset (tolerances from issue 3):
+  sequential  128 MiB read at the outer, middle and inner zone: rate within 5%
+  random      single-page reads at 1/4, 1/2 and full stroke: access time within 5%
+  lateness    two concurrent readers: p99 completion lateness below 0.5 ms
+  chunking    (--chunking) whole videos in random order from unchunked, 2 MiB-
+              and 0.5 MiB-chunk layouts of one library, read with cat: the
+              throughputs must be ordered (chunking paper, Table 1)
+Prints one line per measurement and exits 1 if any check fails.
+"""
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from . import hddsim
+from . import cmd_mklib
+
+MiB = 1 << 20
+PAGE = 4096
+
+
+def log(msg):
+    print(f"calibrate: {msg}", flush=True)
+
+
+def drive_presets(path=None):
+    """{preset: {key: value}} from drives.conf."""
+    if path is None:
+        exe = hddsim.binary()
+        for cand in (os.path.join(os.path.dirname(exe), "..", "share", "libception", "drives.conf"),
+                     os.path.join(os.path.dirname(exe), "drives.conf")):
+            if os.path.exists(cand):
+                path = cand
+                break
+    out, cur = {}, None
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#")[0].split()
+            if len(line) != 2:
+                continue
+            if line[0] == "drive":
+                cur = out.setdefault(line[1], {})
+            elif cur is not None:
+                try:
+                    cur[line[0]] = float(line[1])
+                except ValueError:
+                    cur[line[0]] = line[1]
+    return out
+
+
+def whole_disk_library(directory, capacity):
+    """One synthetic file covering the whole platter: file offset = position."""
+    path = os.path.join(directory, "disk.lcvl")
+    with open(path, "w", encoding="ascii") as f:
+        f.write(f"lcvl 1\nvideo disk.bin {capacity} 8 0\n")
+    return path
+
+
+def check(name, got, want, tol, unit, results):
+    dev = got / want - 1
+    ok = abs(dev) <= tol
+    results.append(ok)
+    log(f"{name}: {got:.2f} {unit} (preset {want:.2f}, {dev * 100:+.1f}%) {'ok' if ok else 'FAIL'}")
+
+
+def sequential(m, pos, nbytes, warmup=16 * MiB):
+    """Steady-state MB/s a reader sees: timed from `warmup` bytes in to the
+    end, so the kernel's read-ahead is in flight at both ends of the
+    interval and neither the first seek nor the read-ahead overshoot past
+    the end count."""
+    fd = os.open(os.path.join(m.path, "disk.bin"), os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, pos, nbytes, os.POSIX_FADV_SEQUENTIAL)
+        done, t0 = 0, None
+        while done < nbytes:
+            if t0 is None and done >= warmup:
+                t0 = time.monotonic()
+            n = len(os.pread(fd, MiB, pos + done))
+            if n == 0:
+                break
+            done += n
+        return (done - warmup) / (time.monotonic() - t0) / 1e6
+    finally:
+        os.close(fd)
+
+
+def random_access(m, capacity, x, pairs, rng):
+    """Mean ms of a single-page read a distance x*capacity from the last one."""
+    fd = os.open(os.path.join(m.path, "disk.bin"), os.O_RDONLY)
+    span = int(x * capacity) - (capacity // 500 if x >= 1 else 0)
+    span -= span % PAGE
+    total = 0.0
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        for _ in range(pairs):
+            base = rng.randrange(0, (capacity - span - PAGE) // PAGE) * PAGE
+            os.pread(fd, PAGE, base)
+            time.sleep(rng.random() * 0.01)  # random platter phase at the next start
+            t0 = time.monotonic()
+            os.pread(fd, PAGE, base + span)
+            total += time.monotonic() - t0
+    finally:
+        os.close(fd)
+    return total / pairs * 1e3
+
+
+def lateness(m, capacity, seconds, rng):
+    """p99 lateness (us) with two threads reading concurrently."""
+    stop = time.monotonic() + seconds
+    seeds = [rng.randrange(1 << 30) for _ in range(2)]
+
+    def reader(seed):
+        r = random.Random(seed)
+        fd = os.open(os.path.join(m.path, "disk.bin"), os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        try:
+            while time.monotonic() < stop:
+                pos = r.randrange(0, capacity // (4 * MiB) - 1) * 4 * MiB
+                for k in range(8):  # a short sequential run, then a jump
+                    os.pread(fd, 64 * 1024, pos + k * 64 * 1024)
+        finally:
+            os.close(fd)
+
+    threads = [threading.Thread(target=reader, args=(s,)) for s in seeds]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    st = m.stats()
+    return st["lateness_p99_us"], st["lateness_p50_us"], st["reads"]
+
+
+def chunking(args, directory, drive, rng):
+    """Table 1 of the chunking paper: MB/s reading whole videos in random order."""
+    out = {}
+    order = None
+    for chunk in (0, 2 * MiB, MiB // 2):
+        videos = cmd_mklib.generate("sd", args.videos, args.seed, chunk)
+        lib = os.path.join(directory, f"chunk{chunk}.lcvl")
+        with open(lib, "w", encoding="ascii") as f:
+            cmd_mklib.write(videos, f)
+        if order is None:
+            order = list(range(len(videos)))
+            rng.shuffle(order)
+        mnt = os.path.join(directory, f"mnt-chunk{chunk}")
+        with hddsim.Mount(mnt, drive, lib) as m:
+            total, t0 = 0, time.monotonic()
+            for i in order:
+                name, size, _rate, c = videos[i]
+                if c:
+                    files = [os.path.join(m.path, name, f"{k:06d}") for k in range((size + c - 1) // c)]
+                else:
+                    files = [os.path.join(m.path, name)]
+                subprocess.run(["cat", *files], stdout=subprocess.DEVNULL, check=True)
+                total += size
+            rate = total / (time.monotonic() - t0) / 1e6
+            st = m.stats()
+        label = {0: "unchunked", 2 * MiB: "2 MiB chunks", MiB // 2: "0.5 MiB chunks"}[chunk]
+        log(f"{drive} chunking {label}: {rate:.1f} MB/s ({total / 1e6:.0f} MB, {st['reads']} drive reads, "
+            f"{st['meta_reads']} metadata reads, utilisation {st['utilisation']:.2f})")
+        out[chunk] = rate
+    return out
+
+
+def calibrate(args, drive, spec, directory, results):
+    capacity = int(spec["capacity"])
+    rng = random.Random(args.seed)
+    lib = whole_disk_library(directory, capacity)
+    mnt = os.path.join(directory, f"mnt-{drive}")
+    # A fresh mount for each phase: its page cache starts empty.
+    with hddsim.Mount(mnt, drive, lib, read_ahead_kb=4096, meta_group=0) as m:
+        nbytes = args.seq_mib * MiB
+        for zone, pos in (("outer", 0), ("middle", capacity // 2 // MiB * MiB),
+                          ("inner", capacity - nbytes - 64 * MiB)):
+            pos -= pos % PAGE
+            got = sequential(m, pos, nbytes)
+            check(f"{drive} sequential {zone}", got, spec[f"rate_{zone}"], 0.05, "MB/s", results)
+    with hddsim.Mount(mnt, drive, lib, meta_group=0) as m:
+        for x, key in ((0.25, "access_quarter"), (0.5, "access_half"), (1.0, "access_full")):
+            got = random_access(m, capacity, x, args.pairs, rng)
+            check(f"{drive} random at {x:.2f} stroke", got, spec[key], 0.05, "ms", results)
+    with hddsim.Mount(mnt, drive, lib, meta_group=0) as m:
+        p99, p50, reads = lateness(m, capacity, args.lateness_s, rng)
+        ok = p99 < 500
+        results.append(ok)
+        log(f"{drive} lateness with 2 readers: p50 {p50:.0f} us, p99 {p99:.0f} us over {reads} reads "
+            f"(limit 500 us) {'ok' if ok else 'FAIL'}")
+    if args.chunking:
+        r = chunking(args, directory, drive, rng)
+        ok = r[0] > r[2 * MiB] > r[MiB // 2]
+        results.append(ok)
+        log(f"{drive} chunking order unchunked > 2 MiB > 0.5 MiB: {'ok' if ok else 'FAIL'} "
+            f"(paper: 94.9 / 57.3 / 34.8 MB/s)")
+
+
+def add_arguments(p):
+    p.add_argument("--drive", action="append", help="preset to calibrate (repeatable; default all)")
+    p.add_argument("--seq-mib", type=int, default=128, help="MiB per sequential zone read (default 128)")
+    p.add_argument("--pairs", type=int, default=150, help="random reads per stroke (default 150)")
+    p.add_argument("--lateness-s", type=float, default=10, help="seconds of two concurrent readers")
+    p.add_argument("--chunking", action="store_true", help="also measure the chunking paper's Table 1")
+    p.add_argument("--videos", type=int, default=60, help="videos in the chunking library (default 60)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--dir", help="scratch directory (default: a temporary one)")
+
+
+def main(args):
+    presets = drive_presets()
+    drives = args.drive or list(presets)
+    for d in drives:
+        if d not in presets:
+            print(f"calibrate: unknown drive \"{d}\" (one of: {', '.join(presets)})", file=sys.stderr)
+            return 2
+    results = []
+    with tempfile.TemporaryDirectory(prefix="hddsim-cal-", dir=args.dir) as directory:
+        os.chmod(directory, 0o755)
+        log(f"command: libception calibrate {' '.join(sys.argv[2:])}")
+        for d in drives:
+            calibrate(args, d, presets[d], directory, results)
+    bad = results.count(False)
+    log(f"{len(results) - bad}/{len(results)} checks passed")
+    return 1 if bad else 0

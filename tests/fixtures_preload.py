@@ -75,6 +75,10 @@ def preload_files(tmp_path_factory):
     tar), world-readable."""
     d = tmp_path_factory.mktemp("preload-files")
     os.chmod(d, 0o755)
+    for parent in d.parents:  # www-data must reach them (as in conftest's scratch)
+        st = os.stat(parent)
+        if parent != parent.parent and not st.st_mode & 0o001:
+            os.chmod(parent, st.st_mode | 0o011)
     files = {name: write_file(d / name, size, seed=i) for i, (name, size) in enumerate(SIZES.items())}
     tree = d / "tree"
     (tree / "sub").mkdir(parents=True)
@@ -134,8 +138,9 @@ def debug_counts(path):
 class FakeDaemon:
     """A receptiond stand-in on its own socket, in a thread of the test.
 
-    behaviour: "ok" (read the range so it is resident, answer OK with the
-    range as the resident window), "slow" (never answer), "close" (hang up
+    behaviour: "ok" (read the range, enlarged to the prefetch size unless
+    LC_F_NO_PREFETCH, and answer OK with what it read as the resident
+    window), "slow" (never answer), "close" (hang up
     on every request), "badversion", "garbage" (a short reply), "stale"
     (first an answer with a wrong id, then the right one).
     Records each ENSURE as a dict, with the inode of the passed fd."""
@@ -148,7 +153,9 @@ class FakeDaemon:
         self.lock = threading.Lock()
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock.bind(path)
+        os.chmod(path, 0o777)  # workers running as www-data connect too
         self.sock.listen(64)
+        self.pids = set()
         self.stop = threading.Event()
         self.threads = [threading.Thread(target=self._accept, daemon=True)]
         self.threads[0].start()
@@ -160,6 +167,9 @@ class FakeDaemon:
                 c, _ = self.sock.accept()
             except (socket.timeout, OSError):
                 continue
+            cred = c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            with self.lock:
+                self.pids.add(struct.unpack("3i", cred)[0])
             t = threading.Thread(target=self._serve, args=(c,), daemon=True)
             t.start()
 
@@ -181,7 +191,8 @@ class FakeDaemon:
                     if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
                         fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
                 try:
-                    self._handle(c, msg, list(fds), held)
+                    if not self._handle(c, msg, list(fds), held):
+                        return
                 finally:
                     for fd in fds:
                         os.close(fd)
@@ -193,7 +204,7 @@ class FakeDaemon:
         if typ == MSG_REPORT:
             with self.lock:
                 self.reports.append(REPORT.unpack(msg) if len(msg) == REPORT.size else None)
-            return
+            return True
         _, _, _, _, off, length, flags, call, prefetch = ENSURE.unpack(msg)
         st = os.fstat(fds[0]) if fds else None
         with self.lock:
@@ -203,26 +214,28 @@ class FakeDaemon:
         b = self.behaviour
         if b == "slow":
             held.append(rid)
-            return
+            return True
         if b == "close":
-            c.close()
-            raise OSError("closed")
+            return False  # hang up
         if b == "garbage":
             c.send(b"\x01\x02\x03")
-            return
+            return True
         if b == "badversion":
             c.send(ENSURE_REPLY.pack(MAGIC, VERSION + 1, MSG_ENSURE, rid, 1, 0, 0, 0, 0))
-            return
-        # "ok"/"stale": positional reads only, like the real daemon
+            return True
+        # "ok"/"stale": enlarge to the prefetch size and read with
+        # positional reads only, like the real daemon
+        want = length if flags & 1 else max(length, prefetch or (2 << 20))
         done = 0
-        while fds and done < length:
-            got = os.pread(fds[0], min(1 << 20, length - done), off + done)
+        while fds and done < want:
+            got = os.pread(fds[0], min(1 << 20, want - done), off + done)
             if not got:
                 break
             done += len(got)
         if b == "stale":
             c.send(ENSURE_REPLY.pack(MAGIC, VERSION, MSG_ENSURE, rid + 1000, 0, 0, 0, 0, 0))
         c.send(ENSURE_REPLY.pack(MAGIC, VERSION, MSG_ENSURE, rid, 0, 0, off, done, done))
+        return True
 
     def close(self):
         self.stop.set()

@@ -1,0 +1,210 @@
+"""libception.so and its daemon: what it asks (checked against a scripted
+stand-in), that every daemon fault leaves the program's output intact, and
+the real receptiond up, killed halfway and restarted."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fixtures_preload import (T_CALLS, debug_counts, drop_cache, lib_env, plain_env, run,
+                              write_file)
+
+
+def expect_copy(path, env, method="pread", bs=65536):
+    code, out, err = run([T_CALLS, "copy", method, path, str(bs)], env)
+    assert code == 0, err
+    assert out == open(path, "rb").read()
+    assert err == f"t_calls: offset {os.path.getsize(path) if 'pread' not in method else 0}\n".encode()
+    return out
+
+
+def test_ensure_requests_are_well_formed(preload_built, preload_files, fake_daemon, tmp_path):
+    d = fake_daemon("ok")
+    f = preload_files["big"]
+    drop_cache(f)
+    expect_copy(f, lib_env("prefetch+serialize", d.path))
+    size, ino = os.path.getsize(f), os.stat(f).st_ino
+    assert d.requests, "no ENSURE reached the daemon"
+    for r in d.requests:
+        assert r["nfds"] == 1 and r["ino"] == ino  # the program's own file, passed along
+        assert r["flags"] == 0 and r["prefetch"] == 0  # daemon's choice of size
+        assert r["offset"] % 65536 == 0 and 0 < r["length"] <= 65536
+        assert r["offset"] + r["length"] <= size
+        assert r["call"] == 1  # LC_CALL_PREAD
+    # 2 MiB windows: a 3 MiB file needs two, not one per 64 KiB call
+    assert len(d.requests) <= 3
+
+
+def test_serialize_mode_asks_without_prefetch(preload_built, preload_files, fake_daemon):
+    d = fake_daemon("ok")
+    f = preload_files["big"]
+    drop_cache(f)
+    expect_copy(f, lib_env("serialize", d.path))
+    assert d.requests and all(r["flags"] == 1 and r["length"] <= 65536 for r in d.requests)
+
+
+def test_configured_prefetch_is_sent(preload_built, preload_files, fake_daemon):
+    d = fake_daemon("ok")
+    f = preload_files["big"]
+    drop_cache(f)
+    expect_copy(f, lib_env("prefetch+serialize", d.path, LIBCEPTION_PREFETCH="4M"))
+    assert d.requests and all(r["prefetch"] == 4 << 20 for r in d.requests)
+    assert len(d.requests) == 1  # one 4 MiB window covers the file
+
+
+@pytest.mark.parametrize("behaviour,note", [
+    ("slow", "timed out"),
+    ("close", "closed the connection"),
+    ("garbage", "malformed reply"),
+    ("badversion", "another protocol version"),
+    ("stale", None),
+])
+@pytest.mark.parametrize("method", ["read", "pread", "sendfile", "splice_off"])
+def test_daemon_faults_leave_output_intact(preload_built, preload_files, fake_daemon, tmp_path,
+                                           behaviour, note, method):
+    d = fake_daemon(behaviour)
+    dbg = tmp_path / "debug.log"
+    f = preload_files["big"]
+    drop_cache(f)
+    env = lib_env("prefetch+serialize", d.path, debug=dbg, LIBCEPTION_TIMEOUT_MS=100)
+    code, out, err = run([T_CALLS, "copy", method, f, "65536"], env)
+    assert code == 0, err
+    assert out == open(f, "rb").read()
+    assert d.requests, "the library never asked"
+    text = dbg.read_text()
+    if note:
+        assert note in text
+    else:
+        assert " status 0 " in text  # the stale reply was skipped, the right one used
+    if behaviour == "badversion":
+        assert len(d.requests) == 1  # then everything passes straight through
+
+
+def test_www_data_without_cachestat_asks_the_daemon(preload_built, preload_files, fake_daemon,
+                                                     tmp_path):
+    """A worker that may not cachestat root's files (EPERM) still gets
+    prefetching, and the resident window of each reply spares it one IPC
+    per call."""
+    import pwd
+    www = pwd.getpwnam("www-data")
+    d = fake_daemon("ok")
+    f = preload_files["big"]
+    assert os.stat(f).st_uid == 0 and os.stat(f).st_mode & 0o004
+    drop_cache(f)
+    dbg = tmp_path / "debug.log"
+    os.chmod(tmp_path, 0o777)
+
+    def as_www():
+        os.setgid(www.pw_gid)
+        os.setuid(www.pw_uid)
+    env = lib_env("prefetch+serialize", d.path, debug=dbg)
+    p = subprocess.run([T_CALLS, "copy", "pread", f, "65536"], env=env, capture_output=True,
+                       preexec_fn=as_www, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == open(f, "rb").read()
+    calls, hits = debug_counts(dbg)["pread"]
+    assert calls >= 48
+    assert 1 <= len(d.requests) <= 3  # one per 2 MiB window
+    assert hits >= calls - len(d.requests) - 1  # the rest answered by the hint
+
+
+def test_program_reusing_our_socket_number_is_untouched(preload_built, preload_files,
+                                                        fake_daemon):
+    """A program that closes every fd it does not know (daemons do) and gets
+    the library's socket number back for its own pipe must never see
+    library bytes in it."""
+    d = fake_daemon("ok")
+    prog = r'''
+import os, sys, fcntl
+a, b = sys.argv[1], sys.argv[2]
+fd = os.open(a, os.O_RDONLY); os.pread(fd, 4096, 0); os.close(fd)   # connects
+os.closerange(3, 1024)
+pipes = [os.pipe() for _ in range(8)]                  # reuse the low numbers
+fd = os.open(b, os.O_RDONLY)
+data = os.pread(fd, 1 << 20, 0)                        # misses again
+leaked = 0
+for r, w in pipes:
+    fcntl.fcntl(r, fcntl.F_SETFL, os.O_NONBLOCK)
+    try:
+        leaked += len(os.read(r, 65536))
+    except BlockingIOError:
+        pass
+print(leaked, len(data))
+'''
+    drop_cache(preload_files["big"])
+    drop_cache(preload_files["odd"])
+    code, out, err = run([sys.executable, "-c", prog, preload_files["odd"], preload_files["big"]],
+                         lib_env("prefetch+serialize", d.path))
+    assert code == 0, err
+    assert out.split() == [b"0", b"1048576"]
+    assert len(d.requests) >= 2  # it reconnected for the second file
+
+
+def test_reports_reach_the_daemon(preload_built, preload_files, fake_daemon):
+    d = fake_daemon("ok")
+    drop_cache(preload_files["big"])
+    expect_copy(preload_files["big"], lib_env("prefetch+serialize", d.path))
+    deadline = time.monotonic() + 10
+    while not d.reports and time.monotonic() < deadline:
+        time.sleep(0.05)  # the exit report may still be in the socket
+    assert d.reports and all(r is not None for r in d.reports)
+    # fields: magic, version, type, id, pid, pad, calls[7], hits[7], bytes[7], hist...
+    calls = [sum(r[6 + i] for r in d.reports) for i in range(7)]
+    nbytes = [sum(r[20 + i] for r in d.reports) for i in range(7)]
+    assert calls[1] >= 48 and nbytes[1] >= os.path.getsize(preload_files["big"])
+    hist_total = sum(sum(r[27 + 28: 27 + 56]) for r in d.reports)  # pread's histogram
+    assert hist_total == calls[1]
+
+
+# ---- the real receptiond -------------------------------------------------
+
+def test_real_daemon_prefetches_for_cat(preload_built, make_daemon, tmp_path):
+    d = make_daemon()
+    f = write_file(tmp_path / "cold", 12 << 20, seed=7)
+    code, out, err = run(["cat", f], d.env(LIBCEPTION_MODE="prefetch+serialize"))
+    assert code == 0 and err == b""
+    assert out == open(f, "rb").read()
+    dev = d.device()
+    assert dev["requests"] >= 1
+    assert dev["bytes_read"] >= 2 << 20  # enlarged to the prefetch size
+
+
+def test_real_daemon_killed_and_restarted_mid_cat(preload_built, make_daemon, tmp_path):
+    """SIGKILL the daemon while cat is halfway through a cold file, then
+    start another on the same socket: cat's output stays byte-identical
+    and it goes back to the new daemon after the back-off."""
+    from fixtures_daemon import Daemon
+    f = write_file(tmp_path / "cold", 48 << 20, seed=8)
+    d = make_daemon(name="first")
+    env = d.env(LIBCEPTION_MODE="prefetch+serialize", LIBCEPTION_TIMEOUT_MS=2000)
+    p = subprocess.Popen(["cat", f], stdout=subprocess.PIPE, env=env)
+    d2 = None
+    try:
+        got = bytearray()
+        while len(got) < 8 << 20:
+            got += p.stdout.read(1 << 16)
+        assert d.device()["requests"] >= 1
+        d.kill()  # cat is blocked on the pipe with its daemon gone
+        # Dropping the cache makes cat's next read a miss for sure (the
+        # kernel's own readahead would otherwise keep ahead of it), so the
+        # library meets the dead daemon, then the new one.
+        drop_cache(f)
+        while len(got) < 12 << 20:
+            got += p.stdout.read(1 << 16)
+        time.sleep(1.2)  # longer than the library's back-off
+        os.unlink(d.path)
+        d2 = Daemon(d.dir).start()  # same socket path
+        drop_cache(f)
+        got += p.stdout.read()
+        assert p.wait(timeout=60) == 0
+        assert d2.device()["requests"] >= 1, "the library did not come back to the new daemon"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if d2:
+            d2.kill()
+    assert bytes(got) == open(f, "rb").read()

@@ -1,5 +1,6 @@
 /* policy.c - the table of prefetch-size policies and --policy parsing. */
 #include "policy.h"
+#include "sizing.h"   /* competitive, adaptive, bitrate (issue 6) */
 
 #include <stdio.h>
 #include <string.h>
@@ -7,6 +8,9 @@
 /* Every selectable policy; add new ones here. */
 static const struct rd_policy_ops *const policies[] = {
 	&rd_policy_fixed,
+	&rd_policy_competitive,
+	&rd_policy_adaptive,
+	&rd_policy_bitrate,
 };
 
 const struct rd_policy_ops *rd_policy_find(const char *name)

@@ -6,17 +6,17 @@ TOP ?= ..
 include $(TOP)/common/build.mk
 
 # Linked into receptiond (the daemon's Makefile adds these to its objects).
-SIZING_SRCS = policy_competitive.c policy_adaptive.c policy_bitrate.c \
-              sizing_stream.c sizing_account.c profile_load.c
-SIZING_HDRS = sizing.h profile_load.h
+SIZING_SRCS = policy_competitive.c policy_adaptive.c policy_bitrate.c sizing_base.c \
+              sizing_args.c sizing_stream.c sizing_account.c sizing_profile.c
+SIZING_HDRS = sizing.h
 
 receptiond-profile: profile.c
 	$(CC) $(LC_CFLAGS) -o $@ profile.c -lpthread -lm
 
 # Unit tests of the policies on synthetic inputs (no daemon, no real time);
 # tests/sizing_stubs.c stands in for the daemon's log and json.
-tests/test_sizing: tests/test_sizing.c tests/sizing_stubs.c $(SIZING_SRCS) $(SIZING_HDRS) policy.h util.c
-	$(CC) $(LC_CFLAGS) -I. -o $@ tests/test_sizing.c tests/sizing_stubs.c $(SIZING_SRCS) util.c -lm
+tests/test_sizing: tests/test_sizing.c tests/sizing_stubs.c $(SIZING_SRCS) $(SIZING_HDRS) policy.h util.c json.c
+	$(CC) $(LC_CFLAGS) -I. -o $@ tests/test_sizing.c tests/sizing_stubs.c $(SIZING_SRCS) util.c json.c -lm
 
 sizing-all: receptiond-profile
 sizing-check: tests/test_sizing

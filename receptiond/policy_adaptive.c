@@ -1,0 +1,433 @@
+/*
+ * policy_adaptive.c - automatic prefetch sizing (Haider, Brecht et al.,
+ * SYSTOR 2014, section 4).
+ *
+ * Score S = disk time per transaction x cache-miss ratio, measured over
+ * each adjust interval; here a "transaction" is a MiB the streams consumed
+ * (the paper's client requests are of fixed size), so S = disk ms per MiB
+ * demanded x (bytes read / bytes demanded).  Every interval S is stored
+ * for the current size and compared with the stored scores of the next
+ * larger and next smaller sizes (one step apart); the size moves towards
+ * a lower one, tries an unmeasured neighbour when the measured one is
+ * worse, and at a minimum deflates the neighbours' stored scores so a
+ * rejected size is eventually tried again (escaping local minima).  Under light load (disk
+ * busy below a threshold) nothing changes.  When prefetched data is
+ * evicted unused above a threshold, the size jumps to eviction time x
+ * mean stream bitrate.  Every change is reached gradually (a linear ramp),
+ * and scores are taken only once the ramp is over; the first interval
+ * after start is a warm-up and is not scored.
+ *
+ *   --policy adaptive[:interval=180s,step=512K,deflate=5%,busy=60%,evict=5%,
+ *                      ramp=60s,start=SIZE,scale=none|sqrt|linear,min=,max=,
+ *                      streams=, and competitive's switch=,rate=,profile=]
+ * Defaults are the paper's Table 2; the start size is the competitive
+ * size from the device profile (else the daemon's --prefetch).
+ */
+#include "sizing.h"
+#include "json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct adaptive {
+	struct sz_base b;
+	/* parameters (Table 2) */
+	uint64_t interval_ns, step, ramp_ns, start;
+	double deflate, busy_min, evict_max;
+	/* state */
+	uint64_t cur;                 /* the size in use now */
+	uint64_t from, target;        /* ramping from -> target */
+	uint64_t ramp_start_ns;
+	int ramping;
+	uint64_t next_adjust_ns;
+	unsigned nsteps;              /* sizes k * step, k = 1..nsteps */
+	double *score;                /* [k], valid where scored[k] */
+	unsigned char *scored;
+	int light;                    /* last decision found light load */
+	int warm;                     /* the first interval is not scored */
+	uint64_t changes, decisions;
+	struct sz_figures last;
+	char reason[768];
+	char start_source[640];
+};
+
+static uint64_t k_size(const struct adaptive *a, unsigned k)
+{
+	return (uint64_t)k * a->step;
+}
+
+static unsigned size_k(const struct adaptive *a, double size)
+{
+	double k = floor(size / (double)a->step + 0.5);
+	if (k < 1)
+		k = 1;
+	if (k > a->nsteps)
+		k = a->nsteps;
+	return (unsigned)k;
+}
+
+static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, size_t errlen)
+{
+	const char *cur = p->dev->args;
+	char key[32], val[256], profile_path[256] = "";
+	double sw = -1, rate = -1;
+	int have_ramp = 0, r;
+	while ((r = sz_args_next(&cur, key, sizeof key, val, sizeof val)) > 0) {
+		int taken = sz_base_arg(&a->b, key, val, err, errlen);
+		if (taken < 0)
+			return -1;
+		if (taken)
+			continue;
+		uint64_t ns;
+		if (strcmp(key, "interval") == 0 && sz_parse_duration(val, &a->interval_ns) == 0 &&
+		    a->interval_ns >= 100000000u)
+			;
+		else if (strcmp(key, "ramp") == 0 && sz_parse_duration(val, &a->ramp_ns) == 0)
+			have_ramp = 1;
+		else if (strcmp(key, "step") == 0 && rd_parse_size(val, &a->step) == 0 &&
+		         a->step >= SZ_PAGE)
+			;
+		else if (strcmp(key, "start") == 0 && rd_parse_size(val, &a->start) == 0 &&
+		         a->start >= SZ_PAGE)
+			;
+		else if (strcmp(key, "deflate") == 0 && sz_parse_fraction(val, &a->deflate) == 0)
+			;
+		else if (strcmp(key, "busy") == 0 && sz_parse_fraction(val, &a->busy_min) == 0)
+			;
+		else if (strcmp(key, "evict") == 0 && sz_parse_fraction(val, &a->evict_max) == 0)
+			;
+		else if (strcmp(key, "switch") == 0 && sz_parse_duration(val, &ns) == 0)
+			sw = (double)ns / 1e9;
+		else if (strcmp(key, "rate") == 0 && sz_parse_bytes(val, &rate) == 0 && rate > 0)
+			;
+		else if (strcmp(key, "profile") == 0)
+			snprintf(profile_path, sizeof profile_path, "%s", val);
+		else {
+			snprintf(err, errlen,
+			         "%s: bad argument \"%s=%s\" (interval=, step=, deflate=, busy=, evict=, "
+			         "ramp=, start=, switch=, rate=, profile=, scale=, min=, max=, streams=)",
+			         a->b.who, key, val);
+			return -1;
+		}
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "%s: arguments \"%s\": expected key=value,...", a->b.who,
+		         p->dev->args);
+		return -1;
+	}
+	if (!have_ramp)
+		a->ramp_ns = a->interval_ns / 3;
+	if (a->ramp_ns >= a->interval_ns) {
+		snprintf(err, errlen, "%s: ramp must be shorter than interval", a->b.who);
+		return -1;
+	}
+	if (a->step > a->b.max_size) {
+		snprintf(err, errlen, "%s: step is above max", a->b.who);
+		return -1;
+	}
+
+	/* The profile gives the start (competitive size) and the concurrency. */
+	struct sz_profile prof;
+	int have_prof = sz_profile_load(p->dev->disk, profile_path[0] ? profile_path : NULL, &prof);
+	if (have_prof == -2 || (have_prof == -1 && profile_path[0])) {
+		snprintf(err, errlen, "%s: profile %s: %s", a->b.who,
+		         profile_path[0] ? profile_path : prof.path,
+		         have_prof == -2 ? "malformed" : strerror(errno));
+		return -1;
+	}
+	p->concurrency = have_prof == 0 ? prof.concurrency : 1;
+	if (have_prof == 0) {
+		if (sw < 0)
+			sw = prof.switch_s;
+		if (rate < 0)
+			rate = prof.rate;
+	}
+	if (a->start) {
+		snprintf(a->start_source, sizeof a->start_source, "start argument");
+	} else if (sw >= 0 && rate > 0) {
+		a->start = (uint64_t)(sw * rate);
+		snprintf(a->start_source, sizeof a->start_source,
+		         "competitive size: switch %.2f ms x %.1f MB/s (%s)", sw * 1e3, rate / 1e6,
+		         have_prof == 0 ? prof.path : "arguments");
+	} else {
+		a->start = p->dev->default_size;
+		snprintf(a->start_source, sizeof a->start_source,
+		         "no profile for this device: the daemon's --prefetch");
+	}
+	return 0;
+}
+
+static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
+{
+	struct adaptive *a = calloc(1, sizeof *a);
+	if (!a) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	sz_base_defaults(&a->b, "adaptive", p->dev);
+	/* Table 2 of the paper. */
+	a->interval_ns = 180ull * 1000000000u;
+	a->step = 512u << 10;
+	a->deflate = 0.05;
+	a->busy_min = 0.60;
+	a->evict_max = 0.05;
+	if (adaptive_config(p, a, err, errlen))
+		goto fail;
+	a->nsteps = (unsigned)(a->b.max_size / a->step);
+	a->score = calloc(a->nsteps + 2, sizeof *a->score);
+	a->scored = calloc(a->nsteps + 2, 1);
+	if (!a->score || !a->scored) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	uint64_t now = rd_now_ns();
+	if (sz_base_start(&a->b, p->concurrency, now, err, errlen))
+		goto fail;
+	a->cur = a->from = a->target = k_size(a, size_k(a, (double)a->start));
+	a->next_adjust_ns = now + a->interval_ns;
+	a->warm = 1;
+	snprintf(a->reason, sizeof a->reason, "start: %s", a->start_source);
+	p->priv = a;
+	p->tick_ms = 1000;
+	char s[32], st[32];
+	rd_log("%s: size %s from %s; interval %.0f s, step %s, deflate %.0f%%, busy %.0f%%, "
+	       "evict %.0f%%, ramp %.0f s, %u read%s at once", a->b.who,
+	       sz_fmt_size(a->cur, s, sizeof s), a->start_source, (double)a->interval_ns / 1e9,
+	       sz_fmt_size(a->step, st, sizeof st), a->deflate * 100, a->busy_min * 100,
+	       a->evict_max * 100, (double)a->ramp_ns / 1e9, p->concurrency,
+	       p->concurrency == 1 ? "" : "s");
+	return 0;
+fail:
+	free(a->score);
+	free(a->scored);
+	free(a);
+	return -1;
+}
+
+static void fmt_score(const struct adaptive *a, unsigned k, char *buf, size_t len)
+{
+	if (k < 1 || k > a->nsteps || !a->scored[k])
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.3g", a->score[k]);
+}
+
+/* Move towards a new target, gradually (the ramp runs in tick). */
+static void set_target(struct adaptive *a, uint64_t target, uint64_t now, const char *why)
+{
+	char o[32], n[32];
+	if (target == a->target) {
+		snprintf(a->reason, sizeof a->reason, "%s", why);
+		return;
+	}
+	rd_log("%s: size %s -> %s: %s", a->b.who, sz_fmt_size(a->target, o, sizeof o),
+	       sz_fmt_size(target, n, sizeof n), why);
+	snprintf(a->reason, sizeof a->reason, "%s -> %s: %s", o, n, why);
+	a->from = a->cur;
+	a->target = target;
+	a->ramp_start_ns = now;
+	a->ramping = 1;
+	a->changes++;
+}
+
+/* Gradient step (section 4.1) from the score just measured at target. */
+static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t now)
+{
+	unsigned k = size_k(a, (double)a->target);
+	a->score[k] = f->score;
+	a->scored[k] = 1;
+	unsigned ks = k - 1, kl = k + 1;
+	int has_s = ks >= 1 && ks >= size_k(a, (double)a->b.min_size) && k > 1;
+	int has_l = kl <= a->nsteps;
+	int ms = has_s && a->scored[ks], ml = has_l && a->scored[kl];
+	double s = f->score;
+	unsigned go = k;
+	const char *rule = NULL;
+	if (ml && a->score[kl] < s && (!ms || a->score[kl] <= a->score[ks])) {
+		go = kl;
+		rule = "larger scored lower";
+	} else if (ms && a->score[ks] < s) {
+		go = ks;
+		rule = "smaller scored lower";
+	} else if (has_l && !ml && (!ms || a->score[ks] >= s)) {
+		go = kl;
+		rule = "trying larger (unmeasured)";
+	} else if (has_s && !ms && (!ml || a->score[kl] >= s)) {
+		go = ks;
+		rule = "trying smaller (unmeasured)";
+	}
+	char cs[32], ss[32], ls[32], why[224];
+	fmt_score(a, k, cs, sizeof cs);
+	fmt_score(a, ks, ss, sizeof ss);
+	fmt_score(a, kl, ls, sizeof ls);
+	if (go == k) {
+		/* A minimum: deflate the stored scores of the two neighbours so
+		 * one is eventually retried.  Only those: deflating every stored
+		 * score lets a climb run along stale, deflated scores of sizes
+		 * further away (measured: the model in tests/test_sizing.c then
+		 * wanders from 4 to 8.5 MiB). */
+		if (ms)
+			a->score[ks] *= 1 - a->deflate;
+		if (ml)
+			a->score[kl] *= 1 - a->deflate;
+		snprintf(why, sizeof why, "minimum (score %s; smaller %s, larger %s): deflating their "
+		         "scores by %.0f%%", cs, ss, ls, a->deflate * 100);
+		char at[32];
+		rd_log("%s: size %s kept: %s", a->b.who, sz_fmt_size(a->target, at, sizeof at), why);
+		set_target(a, a->target, now, why);
+		return;
+	}
+	snprintf(why, sizeof why, "%s: score %s here, %s smaller, %s larger (busy %.0f%%, "
+	         "miss ratio %.2f, %.2f disk ms/MiB)", rule, cs, ss, ls, f->busy * 100, f->miss_ratio,
+	         f->disk_ms_per_mib);
+	set_target(a, k_size(a, go), now, why);
+}
+
+static void decide(struct adaptive *a, uint64_t now)
+{
+	uint64_t len;
+	struct sz_counters c = sz_account_roll(&a->b.acct, now, &len);
+	struct sz_figures f;
+	sz_figures(&c, len, a->b.acct.concurrency, &f);
+	a->last = f;
+	a->decisions++;
+	char why[224];
+	if (f.busy < a->busy_min || !c.demanded) {
+		snprintf(why, sizeof why, "light load: disk busy %.0f%% < %.0f%%: no change",
+		         f.busy * 100, a->busy_min * 100);
+		if (!a->light)
+			rd_log("%s: %s", a->b.who, why);
+		a->light = 1;
+		set_target(a, a->target, now, why);
+		return;
+	}
+	if (a->light)
+		rd_log("%s: load above %.0f%% busy (%.0f%%): adjusting", a->b.who, a->busy_min * 100,
+		       f.busy * 100);
+	a->light = 0;
+	double bitrate = sz_streams_mean_bitrate(&a->b.streams);
+	if (f.evict_fraction > a->evict_max && f.evict_age_s > 0 && bitrate > 0) {
+		/* Heavy memory pressure (section 4.1): a stream must come back for
+		 * its data before the kernel evicts it. */
+		uint64_t want = k_size(a, size_k(a, f.evict_age_s * bitrate));
+		if (want < a->target) {
+			char w[32];
+			snprintf(why, sizeof why, "evictions: %.1f%% of prefetched bytes evicted unused "
+			         "after %.1f s on average, mean bitrate %.1f kB/s: size %s",
+			         f.evict_fraction * 100, f.evict_age_s, bitrate / 1e3,
+			         sz_fmt_size(want, w, sizeof w));
+			set_target(a, want, now, why);
+			return;
+		}
+	}
+	if (a->warm) {
+		/* Streams that were already running when the daemon started show
+		 * up with their first (whole) window read and almost nothing
+		 * consumed yet: that interval's miss ratio says nothing. */
+		a->warm = 0;
+		set_target(a, a->target, now, "warm-up interval: not scored");
+		return;
+	}
+	gradient(a, &f, now);
+}
+
+static void adaptive_tick(struct rd_policy *p, uint64_t now)
+{
+	struct adaptive *a = p->priv;
+	sz_base_tick(&a->b, now);
+	if (a->ramping) {
+		uint64_t t = now - a->ramp_start_ns;
+		if (t >= a->ramp_ns || a->ramp_ns == 0) {
+			a->cur = a->target;
+			a->ramping = 0;
+			/* Scores count only time spent at the new size. */
+			uint64_t len;
+			sz_account_roll(&a->b.acct, now, &len);
+			a->next_adjust_ns = now + a->interval_ns - a->ramp_ns;
+		} else {
+			double f = (double)t / (double)a->ramp_ns;
+			a->cur = sz_clamp_page((uint64_t)((double)a->from +
+			                                  ((double)a->target - (double)a->from) * f),
+			                       SZ_PAGE, a->b.max_size);
+		}
+		return;
+	}
+	if (now >= a->next_adjust_ns) {
+		a->next_adjust_ns = now + a->interval_ns;
+		decide(a, now);
+	}
+}
+
+static uint64_t adaptive_size(struct rd_policy *p, const struct rd_request_info *req)
+{
+	struct adaptive *a = p->priv;
+	return sz_base_scaled(&a->b, sz_base_stream(&a->b, req), a->cur);
+}
+
+static void adaptive_observe(struct rd_policy *p, const struct rd_completion *c)
+{
+	struct adaptive *a = p->priv;
+	sz_base_observe(&a->b, c);
+}
+
+static void adaptive_describe(struct rd_policy *p, struct rd_json *j)
+{
+	struct adaptive *a = p->priv;
+	rd_json_u64(j, "size", a->cur);
+	rd_json_u64(j, "target", a->target);
+	rd_json_str(j, "reason", a->reason);
+	rd_json_u64(j, "changes", a->changes);
+	rd_json_u64(j, "decisions", a->decisions);
+	rd_json_bool(j, "light_load", a->light);
+	rd_json_obj_begin(j, "last_interval");
+	rd_json_dbl(j, "score", a->last.score);
+	rd_json_dbl(j, "busy", a->last.busy);
+	rd_json_dbl(j, "miss_ratio", a->last.miss_ratio);
+	rd_json_dbl(j, "disk_ms_per_mib", a->last.disk_ms_per_mib);
+	rd_json_dbl(j, "evict_fraction", a->last.evict_fraction);
+	rd_json_dbl(j, "evict_age_s", a->last.evict_age_s);
+	rd_json_obj_end(j);
+	rd_json_obj_begin(j, "scores");
+	for (unsigned k = 1; k <= a->nsteps; k++)
+		if (a->scored[k]) {
+			char key[32];
+			snprintf(key, sizeof key, "%llu", (unsigned long long)k_size(a, k));
+			rd_json_dbl(j, key, a->score[k]);
+		}
+	rd_json_obj_end(j);
+	rd_json_obj_begin(j, "parameters");
+	rd_json_dbl(j, "interval_s", (double)a->interval_ns / 1e9);
+	rd_json_u64(j, "step", a->step);
+	rd_json_dbl(j, "deflate", a->deflate);
+	rd_json_dbl(j, "busy", a->busy_min);
+	rd_json_dbl(j, "evict", a->evict_max);
+	rd_json_dbl(j, "ramp_s", (double)a->ramp_ns / 1e9);
+	rd_json_str(j, "start", a->start_source);
+	rd_json_obj_end(j);
+	sz_base_describe(&a->b, j);
+}
+
+static void adaptive_destroy(struct rd_policy *p)
+{
+	struct adaptive *a = p->priv;
+	if (a) {
+		sz_base_free(&a->b);
+		free(a->score);
+		free(a->scored);
+	}
+	free(a);
+	p->priv = NULL;
+}
+
+const struct rd_policy_ops rd_policy_adaptive = {
+	.name = "adaptive",
+	.init = adaptive_init,
+	.size = adaptive_size,
+	.observe = adaptive_observe,
+	.tick = adaptive_tick,
+	.describe = adaptive_describe,
+	.destroy = adaptive_destroy,
+};

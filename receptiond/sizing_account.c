@@ -1,0 +1,243 @@
+/*
+ * sizing_account.c - what the sizing policies measure, per device.
+ *
+ * From each completion: bytes asked for, bytes read, bytes read beyond the
+ * ask (prefetched), and each stream's progress through the file (bytes
+ * consumed, "demanded").  A prefetched window is useful as far as its
+ * stream later asks into it, wasted as far as the stream ended before.
+ * Prefetch evictions come from the kernel: each stream's outstanding
+ * window is re-checked with cachestat(2) on a dup of its file, and pages
+ * of it not yet asked for that are no longer resident were evicted unused;
+ * a miss inside an earlier window (a re-read) is counted too.
+ */
+#include "sizing.h"
+#include "json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+struct sz_cachestat_range {
+	uint64_t off, len;
+};
+struct sz_cachestat {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+long sz_resident_pages(int fd, uint64_t off, uint64_t len)
+{
+	struct sz_cachestat_range r = { off, len };
+	struct sz_cachestat cs;
+	if (syscall(__NR_cachestat, fd, &r, &cs, 0) < 0)
+		return -1;
+	return (long)cs.nr_cache;
+}
+
+void sz_account_init(struct sz_account *a, unsigned concurrency, uint64_t now)
+{
+	memset(a, 0, sizeof *a);
+	a->concurrency = concurrency ? concurrency : 1;
+	a->interval_start_ns = now;
+	a->start_ns = now;
+	a->cachestat_ok = 1;
+}
+
+static void add(struct sz_account *a, size_t field, uint64_t v)
+{
+	*(uint64_t *)((char *)&a->total + field) += v;
+	*(uint64_t *)((char *)&a->interval + field) += v;
+}
+#define ADD(a, f, v) add((a), offsetof(struct sz_counters, f), (v))
+
+void sz_account_stream_ended(void *ctx, struct sz_stream *s, uint64_t now)
+{
+	struct sz_account *a = ctx;
+	(void)now;
+	/* The unconsumed, not-evicted rest of its last window was never used. */
+	uint64_t from = s->frontier > s->win_lo ? s->frontier : s->win_lo;
+	if (s->win_hi > from) {
+		uint64_t left = s->win_hi - from;
+		ADD(a, wasted, left > s->win_evicted ? left - s->win_evicted : 0);
+	}
+}
+
+/* Credit the part of s's window that [.., upto) has now passed. */
+static void credit_window(struct sz_account *a, struct sz_stream *s, uint64_t old_frontier,
+                          uint64_t upto)
+{
+	uint64_t lo = old_frontier > s->win_lo ? old_frontier : s->win_lo;
+	uint64_t hi = upto < s->win_hi ? upto : s->win_hi;
+	if (hi > lo)
+		ADD(a, useful, hi - lo);
+}
+
+struct sz_stream *sz_account_observe(struct sz_account *a, struct sz_streams *t,
+                                     const struct rd_completion *c, uint64_t slack)
+{
+	const struct rd_request_info *r = &c->req;
+	uint64_t now = c->done_ns;
+	ADD(a, requests, 1);
+	ADD(a, asked, r->length);
+	if (c->status != 0)
+		return NULL;
+	if (c->was_resident) {
+		ADD(a, hits, 1);
+	} else {
+		ADD(a, misses, 1);
+		ADD(a, read, c->bytes_read);
+		ADD(a, disk_ns, c->service_ns);
+		uint64_t beyond = c->bytes_read > r->length ? c->bytes_read - r->length : 0;
+		ADD(a, prefetched, beyond);
+	}
+
+	struct sz_stream *s = sz_stream_find(t, r->dev, r->ino, r->offset, slack);
+	if (!s) {
+		s = sz_stream_new(t, r->dev, r->ino, r->offset, now);
+		if (!s)
+			return NULL;
+	}
+	/* A miss inside the earlier window, beyond where the stream had got:
+	 * those pages were prefetched and evicted before anyone asked. */
+	if (!c->was_resident && c->bytes_read && r->offset >= s->frontier && r->offset < s->win_hi &&
+	    r->offset >= s->win_lo) {
+		uint64_t hi = r->offset + c->bytes_read < s->win_hi ? r->offset + c->bytes_read : s->win_hi;
+		ADD(a, reread, hi - r->offset);
+		if (!s->win_evicted) {
+			/* Not seen by a re-check yet: count the eviction here. */
+			ADD(a, evicted, hi - r->offset);
+			ADD(a, evictions, 1);
+			ADD(a, evict_age_ns, now - s->win_ns);
+			s->win_evicted = hi - r->offset;
+		}
+	}
+	uint64_t old = s->frontier;
+	uint64_t gained = sz_stream_advance(t, s, r->offset, r->length, now);
+	ADD(a, demanded, gained);
+	credit_window(a, s, old, s->frontier);
+	if (c->window_length && c->window_offset + c->window_length > s->reach)
+		s->reach = c->window_offset + c->window_length;
+
+	if (!c->was_resident && c->window_length) {
+		/* A new window replaces the old one (a stream that jumps away
+		 * becomes a new stream; the old one's waste is counted when it
+		 * ends). */
+		s->win_lo = r->offset + r->length;
+		s->win_hi = c->window_offset + c->window_length;
+		if (s->win_hi < s->win_lo)
+			s->win_hi = s->win_lo;
+		s->win_ns = now;
+		s->win_evicted = 0;
+		/* Keep a dup of the file for residency re-checks, within a budget
+		 * of descriptors. */
+		if (s->fd < 0 && a->cachestat_ok && c->fd >= 0 && t->tracked_fds < t->max_fds) {
+			s->fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+			if (s->fd >= 0)
+				t->tracked_fds++;
+		}
+	}
+	return s;
+}
+
+void sz_account_recheck(struct sz_account *a, struct sz_streams *t, uint64_t now)
+{
+	if (!a->cachestat_ok)
+		return;
+	for (unsigned i = 0; i < t->cap; i++) {
+		struct sz_stream *s = &t->v[i];
+		if (!s->used || s->fd < 0)
+			continue;
+		/* Only the part not yet asked for: pages already asked for may
+		 * go without harm. */
+		uint64_t lo = s->frontier > s->win_lo ? s->frontier : s->win_lo;
+		lo &= ~(uint64_t)(SZ_PAGE - 1);
+		if (s->win_hi <= lo)
+			continue;
+		uint64_t len = s->win_hi - lo;
+		long pages = sz_resident_pages(s->fd, lo, len);
+		a->rechecks++;
+		if (pages < 0) {
+			if (errno == ENOSYS || errno == EPERM) {
+				a->cachestat_ok = 0;
+				return;
+			}
+			continue;
+		}
+		uint64_t want = (len + SZ_PAGE - 1) / SZ_PAGE;
+		uint64_t gone = (uint64_t)pages < want ? (want - (uint64_t)pages) * SZ_PAGE : 0;
+		if (gone > len)
+			gone = len;
+		if (gone > s->win_evicted) {
+			if (!s->win_evicted) {
+				ADD(a, evictions, 1);
+				ADD(a, evict_age_ns, now - s->win_ns);
+			}
+			ADD(a, evicted, gone - s->win_evicted);
+			s->win_evicted = gone;
+		}
+	}
+}
+
+struct sz_counters sz_account_roll(struct sz_account *a, uint64_t now, uint64_t *len_ns)
+{
+	struct sz_counters done = a->interval;
+	*len_ns = now - a->interval_start_ns;
+	memset(&a->interval, 0, sizeof a->interval);
+	a->interval_start_ns = now;
+	return done;
+}
+
+void sz_figures(const struct sz_counters *c, uint64_t len_ns, unsigned concurrency,
+                struct sz_figures *f)
+{
+	memset(f, 0, sizeof *f);
+	double demanded_mib = (double)c->demanded / SZ_MIB;
+	f->miss_ratio = c->demanded ? (double)c->read / (double)c->demanded : 0;
+	f->busy = len_ns ? (double)c->disk_ns / ((double)len_ns * (concurrency ? concurrency : 1)) : 0;
+	f->disk_ms_per_mib = demanded_mib > 0 ? (double)c->disk_ns / 1e6 / demanded_mib : 0;
+	f->score = f->disk_ms_per_mib * f->miss_ratio;
+	f->evict_fraction = c->prefetched ? (double)c->evicted / (double)c->prefetched : 0;
+	f->evict_age_s = c->evictions ? (double)c->evict_age_ns / 1e9 / (double)c->evictions : 0;
+}
+
+static void counters_json(struct rd_json *j, const char *key, const struct sz_counters *c,
+                          uint64_t len_ns, unsigned concurrency)
+{
+	struct sz_figures f;
+	sz_figures(c, len_ns, concurrency, &f);
+	rd_json_obj_begin(j, key);
+	rd_json_dbl(j, "seconds", (double)len_ns / 1e9);
+	rd_json_u64(j, "requests", c->requests);
+	rd_json_u64(j, "hits", c->hits);
+	rd_json_u64(j, "misses", c->misses);
+	rd_json_u64(j, "asked_bytes", c->asked);
+	rd_json_u64(j, "demanded_bytes", c->demanded);
+	rd_json_u64(j, "read_bytes", c->read);
+	rd_json_u64(j, "prefetched_bytes", c->prefetched);
+	rd_json_u64(j, "useful_bytes", c->useful);
+	rd_json_u64(j, "wasted_bytes", c->wasted);
+	rd_json_u64(j, "evicted_bytes", c->evicted);
+	rd_json_u64(j, "evicted_windows", c->evictions);
+	rd_json_u64(j, "reread_bytes", c->reread);
+	rd_json_dbl(j, "evict_age_s", f.evict_age_s);
+	rd_json_dbl(j, "miss_ratio", f.miss_ratio);
+	rd_json_dbl(j, "busy", f.busy);
+	rd_json_dbl(j, "disk_ms_per_mib", f.disk_ms_per_mib);
+	rd_json_dbl(j, "score", f.score);
+	rd_json_obj_end(j);
+}
+
+void sz_account_describe(const struct sz_account *a, struct rd_json *j, uint64_t now)
+{
+	rd_json_obj_begin(j, "accounting");
+	counters_json(j, "total", &a->total, now - a->start_ns, a->concurrency);
+	counters_json(j, "interval", &a->interval, now - a->interval_start_ns, a->concurrency);
+	rd_json_bool(j, "residency_rechecks", a->cachestat_ok);
+	rd_json_u64(j, "rechecks", a->rechecks);
+	rd_json_obj_end(j);
+}

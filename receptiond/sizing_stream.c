@@ -1,0 +1,179 @@
+/*
+ * sizing_stream.c - the sequential streams seen on one device: a fixed
+ * table hashed by (dev, ino), several streams per file told apart by
+ * where they are in it.
+ */
+#include "sizing.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static unsigned hash(dev_t dev, ino_t ino, unsigned n)
+{
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev * 0xc2b2ae3d27d4eb4full;
+	return (unsigned)(h >> 32) % n;
+}
+
+int sz_streams_init(struct sz_streams *t, unsigned cap)
+{
+	memset(t, 0, sizeof *t);
+	t->cap = cap;
+	t->nbuckets = cap;
+	t->v = calloc(cap, sizeof *t->v);
+	t->bucket = malloc(cap * sizeof *t->bucket);
+	if (!t->v || !t->bucket) {
+		free(t->v);
+		free(t->bucket);
+		return -1;
+	}
+	for (unsigned i = 0; i < cap; i++) {
+		t->bucket[i] = -1;
+		t->v[i].fd = -1;
+	}
+	t->idle_ns = 30ull * 1000000000u;
+	t->pacing_ns = 2ull * 1000000000u;
+	t->max_fds = 1024;
+	return 0;
+}
+
+void sz_streams_free(struct sz_streams *t)
+{
+	if (t->v)
+		for (unsigned i = 0; i < t->cap; i++)
+			if (t->v[i].fd >= 0)
+				close(t->v[i].fd);
+	free(t->v);
+	free(t->bucket);
+	memset(t, 0, sizeof *t);
+}
+
+static void unlink_stream(struct sz_streams *t, struct sz_stream *s)
+{
+	int idx = (int)(s - t->v);
+	int *pp = &t->bucket[hash(s->dev, s->ino, t->nbuckets)];
+	while (*pp >= 0 && *pp != idx)
+		pp = &t->v[*pp].next;
+	if (*pp == idx)
+		*pp = s->next;
+}
+
+void sz_stream_end(struct sz_streams *t, struct sz_stream *s, uint64_t now)
+{
+	if (!s->used)
+		return;
+	if (t->ended)
+		t->ended(t->ended_ctx, s, now);
+	if (s->fd >= 0) {
+		close(s->fd);
+		t->tracked_fds--;
+	}
+	unlink_stream(t, s);
+	memset(s, 0, sizeof *s);
+	s->fd = -1;
+	t->live--;
+}
+
+struct sz_stream *sz_stream_find(struct sz_streams *t, dev_t dev, ino_t ino, uint64_t off,
+                                 uint64_t slack)
+{
+	struct sz_stream *best = NULL;
+	uint64_t best_d = UINT64_MAX;
+	for (int i = t->bucket[hash(dev, ino, t->nbuckets)]; i >= 0; i = t->v[i].next) {
+		struct sz_stream *s = &t->v[i];
+		if (s->dev != dev || s->ino != ino)
+			continue;
+		/* Within the stream's last window, or a little behind/ahead of
+		 * where it got to. */
+		uint64_t lo = s->frontier > slack ? s->frontier - slack : 0;
+		uint64_t hi = (s->reach > s->frontier ? s->reach : s->frontier) + slack;
+		if (off < lo || off > hi)
+			continue;
+		uint64_t d = off > s->frontier ? off - s->frontier : s->frontier - off;
+		if (d < best_d) {
+			best = s;
+			best_d = d;
+		}
+	}
+	return best;
+}
+
+struct sz_stream *sz_stream_new(struct sz_streams *t, dev_t dev, ino_t ino, uint64_t off,
+                                uint64_t now)
+{
+	struct sz_stream *s = NULL;
+	for (unsigned i = 0; i < t->cap && !s; i++)
+		if (!t->v[i].used)
+			s = &t->v[i];
+	if (!s) {
+		/* Full: the stream silent the longest gives way. */
+		s = &t->v[0];
+		for (unsigned i = 1; i < t->cap; i++)
+			if (t->v[i].last_ns < s->last_ns)
+				s = &t->v[i];
+		sz_stream_end(t, s, now);
+	}
+	s->used = 1;
+	s->dev = dev;
+	s->ino = ino;
+	s->first_off = off;
+	s->frontier = off;
+	s->first_ns = now;
+	s->last_ns = now;
+	s->fd = -1;
+	unsigned b = hash(dev, ino, t->nbuckets);
+	s->next = t->bucket[b];
+	t->bucket[b] = (int)(s - t->v);
+	t->live++;
+	return s;
+}
+
+uint64_t sz_stream_advance(struct sz_streams *t, struct sz_stream *s, uint64_t off, uint64_t len,
+                           uint64_t now)
+{
+	uint64_t end = off + len, gained = 0;
+	if (end > s->frontier) {
+		/* Everything up to the new end: the library does not ask for what
+		 * it knows is resident, so a gap up to off was read all the same. */
+		gained = end - s->frontier;
+		s->frontier = end;
+	}
+	s->last_ns = now;
+	/* Pacing: what it consumed since it started over the time that took,
+	 * once that time is long enough to say. */
+	if (now - s->first_ns >= t->pacing_ns && s->frontier > s->first_off) {
+		s->bitrate = (double)(s->frontier - s->first_off) * 1e9 / (double)(now - s->first_ns);
+		if (s->bitrate > t->max_bitrate)
+			t->max_bitrate = s->bitrate;
+	}
+	return gained;
+}
+
+void sz_streams_expire(struct sz_streams *t, uint64_t now)
+{
+	double max = 0;
+	for (unsigned i = 0; i < t->cap; i++) {
+		struct sz_stream *s = &t->v[i];
+		if (!s->used)
+			continue;
+		if (now - s->last_ns > t->idle_ns) {
+			sz_stream_end(t, s, now);
+			continue;
+		}
+		if (s->bitrate > max)
+			max = s->bitrate;
+	}
+	t->max_bitrate = max;
+}
+
+double sz_streams_mean_bitrate(const struct sz_streams *t)
+{
+	double sum = 0;
+	unsigned n = 0;
+	for (unsigned i = 0; i < t->cap; i++)
+		if (t->v[i].used && t->v[i].bitrate > 0) {
+			sum += t->v[i].bitrate;
+			n++;
+		}
+	return n ? sum / n : 0;
+}

@@ -1,0 +1,495 @@
+/*
+ * test_sizing.c - unit tests of the prefetch-sizing policies on synthetic
+ * inputs: argument parsing, profiles, per-bitrate scaling, streams and
+ * accounting, slow start, and the adaptive policy driven by a model disk
+ * on a synthetic clock (it must find the best size from below and from
+ * above, stay put under light load, and jump on evictions).
+ *
+ * SIZING_VERBOSE=1 prints the policies' log lines.
+ */
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "sizing.h"
+
+extern char sz_test_last_log[1024];
+extern unsigned sz_test_logs;
+extern int sz_test_verbose;
+
+static int failures;
+#define CHECK(cond) do { if (!(cond)) { failures++; \
+	fprintf(stderr, "test_sizing: %s:%d: failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+
+#define MiB (1ull << 20)
+#define SEC 1000000000ull
+
+static void test_args(void)
+{
+	const char *cur = "interval=30s,step=512K,,deflate=5%";
+	char k[32], v[64];
+	CHECK(sz_args_next(&cur, k, sizeof k, v, sizeof v) == 1 && !strcmp(k, "interval") &&
+	      !strcmp(v, "30s"));
+	CHECK(sz_args_next(&cur, k, sizeof k, v, sizeof v) == 1 && !strcmp(k, "step"));
+	CHECK(sz_args_next(&cur, k, sizeof k, v, sizeof v) == 1 && !strcmp(v, "5%"));
+	CHECK(sz_args_next(&cur, k, sizeof k, v, sizeof v) == 0);
+	cur = "novalue";
+	CHECK(sz_args_next(&cur, k, sizeof k, v, sizeof v) == -1);
+
+	uint64_t ns;
+	CHECK(sz_parse_duration("180s", &ns) == 0 && ns == 180 * SEC);
+	CHECK(sz_parse_duration("500ms", &ns) == 0 && ns == SEC / 2);
+	CHECK(sz_parse_duration("2m", &ns) == 0 && ns == 120 * SEC);
+	CHECK(sz_parse_duration("1.5", &ns) == 0 && ns == 3 * SEC / 2);
+	CHECK(sz_parse_duration("12x", &ns) == -1);
+	CHECK(sz_parse_duration("-1s", &ns) == -1);
+	double f;
+	CHECK(sz_parse_fraction("5%", &f) == 0 && fabs(f - 0.05) < 1e-12);
+	CHECK(sz_parse_fraction("0.6", &f) == 0 && fabs(f - 0.6) < 1e-12);
+	CHECK(sz_parse_fraction("150%", &f) == -1);
+	CHECK(sz_parse_bytes("0.5M", &f) == 0 && f == 512 * 1024);
+	CHECK(sz_parse_bytes("122MB", &f) == 0 && f == 122.0 * MiB);
+	CHECK(sz_parse_bytes("x", &f) == -1);
+}
+
+static void test_profile(void)
+{
+	struct sz_profile p;
+	/* Nested "rate" keys (per position, per thread count) must not be
+	 * taken for the top-level one. */
+	const char *text = "{\"version\": 1, \"sequential\": [{\"position\": 0.01, \"rate\": 1},"
+	                   " {\"rate\": 2}], \"rate\": 120000000,\n \"switch_s\": 0.0125,"
+	                   " \"parallel\": {\"results\": [{\"threads\": 1, \"rate\": 5}]},"
+	                   " \"path\": \"a \\\"quoted\\\" rate\", \"concurrency\": 4}";
+	CHECK(sz_profile_parse(text, &p) == 0);
+	CHECK(p.rate == 120000000.0);
+	CHECK(fabs(p.switch_s - 0.0125) < 1e-12);
+	CHECK(fabs(p.competitive_size - 1.5e6) < 1);
+	CHECK(p.concurrency == 4);
+	CHECK(sz_profile_parse("{\"rate\": 5}", &p) == -2);
+	CHECK(sz_profile_parse("garbage", &p) == -2);
+	CHECK(sz_profile_load(makedev(0, 0), "/nonexistent/profile.json", &p) == -1);
+}
+
+static void test_scale(void)
+{
+	/* sqrt: a quarter of the top bitrate gets half the size. */
+	CHECK(sz_scale_size(SZ_SCALE_SQRT, 4 * MiB, 1e5, 4e5, 128 << 10) == 2 * MiB);
+	CHECK(sz_scale_size(SZ_SCALE_LINEAR, 4 * MiB, 1e5, 4e5, 128 << 10) == 1 * MiB);
+	CHECK(sz_scale_size(SZ_SCALE_NONE, 4 * MiB, 1e5, 4e5, 128 << 10) == 4 * MiB);
+	/* unknown bitrate, or the top one: the policy's size */
+	CHECK(sz_scale_size(SZ_SCALE_SQRT, 4 * MiB, 0, 4e5, 128 << 10) == 4 * MiB);
+	CHECK(sz_scale_size(SZ_SCALE_SQRT, 4 * MiB, 4e5, 4e5, 128 << 10) == 4 * MiB);
+	/* never below min */
+	CHECK(sz_scale_size(SZ_SCALE_LINEAR, 4 * MiB, 1, 4e5, 128 << 10) == 128 << 10);
+	enum sz_scale s;
+	CHECK(sz_scale_parse("sqrt", &s) == 0 && s == SZ_SCALE_SQRT);
+	CHECK(sz_scale_parse("cubic", &s) == -1);
+}
+
+static struct rd_completion completion(ino_t ino, uint64_t off, uint64_t len, uint64_t win,
+                                       uint64_t read, uint64_t service, uint64_t now)
+{
+	struct rd_completion c;
+	memset(&c, 0, sizeof c);
+	c.req.dev = makedev(0, 99);
+	c.req.ino = ino;
+	c.req.file_size = 1ull << 40;
+	c.req.offset = off;
+	c.req.length = len;
+	c.fd = -1;
+	c.was_resident = read == 0;
+	c.window_offset = off;
+	c.window_length = win;
+	c.bytes_read = read;
+	c.service_ns = service;
+	c.done_ns = now;
+	return c;
+}
+
+static void test_streams_and_accounting(void)
+{
+	struct sz_streams t;
+	struct sz_account a;
+	CHECK(sz_streams_init(&t, 64) == 0);
+	sz_account_init(&a, 1, 0);
+	t.ended = sz_account_stream_ended;
+	t.ended_ctx = &a;
+	uint64_t now = 1;
+	/* One stream of file 7 at 250 kB/s, asking at the end of each 1 MiB
+	 * window (the library skips what it knows is resident). */
+	struct sz_stream *s0 = NULL;
+	for (int i = 0; i < 10; i++) {
+		struct rd_completion c = completion(7, i * MiB, 65536, MiB, MiB, 10000000, now);
+		struct sz_stream *s = sz_account_observe(&a, &t, &c, MiB);
+		if (!s0)
+			s0 = s;
+		CHECK(s == s0);
+		now += (uint64_t)(MiB * 1e9 / 250000);
+	}
+	CHECK(t.live == 1);
+	CHECK(a.total.misses == 10 && a.total.read == 10 * MiB);
+	CHECK(a.total.prefetched == 10 * (MiB - 65536));
+	/* demanded: the frontier reached 9 MiB + 64 KiB */
+	CHECK(a.total.demanded == 9 * MiB + 65536);
+	/* useful: windows 0..8 passed entirely beyond the ask */
+	CHECK(a.total.useful == 9 * (MiB - 65536));
+	CHECK(s0->bitrate > 240000 && s0->bitrate < 290000);
+	sz_streams_expire(&t, now);
+	CHECK(fabs(t.max_bitrate - s0->bitrate) < 1);
+
+	/* A second client of the same file, far away: a second stream. */
+	struct rd_completion c2 = completion(7, 500 * MiB, 65536, MiB, MiB, 10000000, now);
+	CHECK(sz_account_observe(&a, &t, &c2, MiB) != s0);
+	CHECK(t.live == 2);
+
+	/* A miss inside the last window, beyond where it got: a re-read of
+	 * prefetched data evicted unused. */
+	uint64_t evicted_before = a.total.evicted;
+	struct rd_completion c3 = completion(7, 9 * MiB + 512 * 1024, 65536, 512 * 1024, 512 * 1024,
+	                                     5000000, now + 3 * SEC);
+	CHECK(sz_account_observe(&a, &t, &c3, MiB) == s0);
+	CHECK(a.total.reread == 512 * 1024);
+	CHECK(a.total.evicted - evicted_before == 512 * 1024);
+	CHECK(a.total.evictions == 1);
+
+	/* Ending: the unconsumed part of the window is waste. */
+	uint64_t wasted = a.total.wasted;
+	sz_streams_expire(&t, now + 3 * SEC + t.idle_ns + 1);
+	CHECK(t.live == 0);
+	/* stream 2's window beyond its ask; stream 1's last (re-read)
+	 * window beyond its ask */
+	CHECK(a.total.wasted - wasted == (MiB - 65536) + (512 - 64) * 1024);
+
+	struct sz_figures f;
+	sz_figures(&a.total, SEC, 1, &f);
+	CHECK(f.miss_ratio > 1.0);  /* read more than consumed: waste and a re-read */
+	CHECK(f.busy > 0.1 && f.busy < 0.2);
+	sz_streams_free(&t);
+}
+
+/* A real file: a prefetched window dropped from the page cache before
+ * anyone asked for it shows up in the residency re-check. */
+static void test_recheck(void)
+{
+	char path[] = "/tmp/test_sizing.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	unlink(path);
+	static char buf[1 << 20];
+	memset(buf, 'x', sizeof buf);
+	CHECK(write(fd, buf, sizeof buf) == (ssize_t)sizeof buf);
+	fsync(fd);
+	CHECK(pread(fd, buf, sizeof buf, 0) == (ssize_t)sizeof buf);
+	long pages = sz_resident_pages(fd, 0, sizeof buf);
+	if (pages < 0) {
+		fprintf(stderr, "test_sizing: cachestat unavailable here; skipping the re-check test\n");
+		close(fd);
+		return;
+	}
+	CHECK(pages == 256);
+	struct sz_streams t;
+	struct sz_account a;
+	CHECK(sz_streams_init(&t, 16) == 0);
+	sz_account_init(&a, 1, 0);
+	struct rd_completion c = completion(1, 0, 65536, 1 << 20, 1 << 20, 1000000, 10 * SEC);
+	struct stat st;
+	fstat(fd, &st);
+	c.req.dev = st.st_dev;
+	c.req.ino = st.st_ino;
+	c.fd = fd;
+	struct sz_stream *s = sz_account_observe(&a, &t, &c, MiB);
+	CHECK(s && s->fd >= 0);
+	sz_account_recheck(&a, &t, 12 * SEC);
+	CHECK(a.total.evicted == 0);
+	/* The whole file: the kernel keeps large folios whole, so dropping
+	 * part of one may drop nothing. */
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	sz_account_recheck(&a, &t, 14 * SEC);
+	CHECK(a.total.evicted == (1 << 20) - 65536);
+	CHECK(a.total.evictions == 1 && a.total.evict_age_ns == 4 * SEC);
+	sz_streams_free(&t);
+	close(fd);
+}
+
+static struct rd_device_info dev_info(const char *args)
+{
+	struct rd_device_info d;
+	memset(&d, 0, sizeof d);
+	d.name = "test";
+	d.fs_dev = d.disk = makedev(0, 99);
+	d.default_size = 2 * MiB;
+	d.args = args;
+	return d;
+}
+
+static void test_competitive(void)
+{
+	/* Without a profile (an empty profile directory): the daemon's size. */
+	setenv("LIBCEPTION_PROFILES", "/nonexistent-sizing-test", 1);
+	struct rd_device_info d = dev_info("switch=12ms,rate=125M,first=64K");
+	struct rd_policy p = { .ops = &rd_policy_competitive, .dev = &d, .concurrency = 1 };
+	char err[256] = "";
+	CHECK(p.ops->init(&p, err, sizeof err) == 0);
+	/* 12 ms x 125 MiB/s = 1.5 MiB */
+	struct rd_request_info r = { .dev = d.fs_dev, .ino = 5, .offset = 0, .length = 4096 };
+	uint64_t want[] = { 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 1536 << 10, 1536 << 10 };
+	uint64_t off = 0, now = rd_now_ns();
+	for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++) {
+		r.offset = off;
+		uint64_t size = p.ops->size(&p, &r);
+		CHECK(size == want[i]);
+		struct rd_completion c = completion(5, off, 4096, size, size, 1000000, now);
+		c.req = r;
+		p.ops->observe(&p, &c);
+		off += size;
+		now += SEC / 10;
+	}
+	/* A new stream (another file) starts small again. */
+	struct rd_request_info r2 = { .dev = d.fs_dev, .ino = 6, .offset = 0, .length = 4096 };
+	CHECK(p.ops->size(&p, &r2) == 64 << 10);
+	struct rd_json j;
+	rd_json_init(&j);
+	rd_json_obj_begin(&j, NULL);
+	p.ops->describe(&p, &j);
+	rd_json_obj_end(&j);
+	CHECK(rd_json_text(&j) && strstr(rd_json_text(&j), "\"size\":1572864"));
+	rd_json_free(&j);
+	p.ops->destroy(&p);
+
+	/* A profile file gives the size and the concurrency. */
+	char path[] = "/tmp/test_sizing_prof.XXXXXX";
+	int fd = mkstemp(path);
+	const char *prof = "{\"rate\": 100000000, \"switch_s\": 0.02, \"concurrency\": 4}";
+	CHECK(fd >= 0 && write(fd, prof, strlen(prof)) == (ssize_t)strlen(prof));
+	close(fd);
+	char args[300];
+	snprintf(args, sizeof args, "profile=%s,slowstart=0", path);
+	d = dev_info(args);
+	p = (struct rd_policy){ .ops = &rd_policy_competitive, .dev = &d, .concurrency = 1 };
+	CHECK(p.ops->init(&p, err, sizeof err) == 0);
+	CHECK(p.concurrency == 4);
+	CHECK(p.ops->size(&p, &r) == 2000000 / 4096 * 4096 + (2000000 % 4096 >= 2048 ? 4096 : 0));
+	CHECK(strstr(sz_test_last_log, "switch 20.00 ms x 100.0 MB/s"));
+	p.ops->destroy(&p);
+	unlink(path);
+
+	d = dev_info("switch=fast");
+	p = (struct rd_policy){ .ops = &rd_policy_competitive, .dev = &d, .concurrency = 1 };
+	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "switch=fast"));
+	d = dev_info("profile=/nonexistent/x.json");
+	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "/nonexistent/x.json"));
+}
+
+/*
+ * The adaptive policy against a model server: n streams at bitrate b read
+ * windows of the policy's size from a disk with a switch cost and a rate;
+ * memory holds mem bytes of prefetched data, and the share of windows that
+ * does not fit is read twice (evictions).  Score per size is then
+ *   (switch + W(1+e)/rate) / W * (1+e),  e = max(0, 1 - mem/(n W)),
+ * lowest at W = mem/n.  One second of traffic per tick.
+ */
+struct model {
+	unsigned n;
+	double bitrate, rate, switch_s, mem;
+	double busy_scale;   /* scales service times (load) */
+};
+
+/* Returns the mean window size over the second half of the run. */
+static double run_model(struct rd_policy *p, const struct model *m, uint64_t *now, unsigned seconds,
+                        uint64_t *pos, uint64_t *resident_end)
+{
+	double sum = 0;
+	unsigned n = 0;
+	for (unsigned s = 0; s < seconds; s++) {
+		for (unsigned i = 0; i < m->n; i++) {
+			pos[i] += (uint64_t)m->bitrate;
+			while (pos[i] >= resident_end[i]) {
+				struct rd_request_info r = { .dev = makedev(0, 99), .ino = 1000 + i,
+				                             .file_size = 1ull << 40, .offset = resident_end[i],
+				                             .length = 65536, .arrival_ns = *now };
+				uint64_t w = p->ops->size(p, &r);
+				if (s >= seconds / 2) {
+					sum += (double)w;
+					n++;
+				}
+				double e = 1 - m->mem / (m->n * (double)w);
+				if (e < 0)
+					e = 0;
+				double bytes = (double)w * (1 + e);
+				double service = (m->switch_s + bytes / m->rate) * m->busy_scale;
+				struct rd_completion c = completion(r.ino, r.offset, 65536, w, (uint64_t)bytes,
+				                                    (uint64_t)(service * 1e9), *now);
+				c.req = r;
+				p->ops->observe(p, &c);
+				resident_end[i] = r.offset + w;
+			}
+		}
+		*now += SEC;
+		p->ops->tick(p, *now);
+	}
+	return n ? sum / n : 0;
+}
+
+/* The mean window over the second half of the run; the number of size
+ * changes in *changes. */
+static double adaptive_run(const char *args, const struct model *m, unsigned seconds,
+                           uint64_t *changes)
+{
+	struct rd_device_info d = dev_info(args);
+	struct rd_policy p = { .ops = &rd_policy_adaptive, .dev = &d, .concurrency = 1 };
+	char err[256] = "";
+	CHECK(p.ops->init(&p, err, sizeof err) == 0);
+	if (err[0])
+		fprintf(stderr, "test_sizing: %s\n", err);
+	uint64_t now = rd_now_ns();
+	uint64_t pos[64] = {0}, end[64] = {0};
+	for (unsigned i = 0; i < m->n; i++)
+		pos[i] = end[i] = (uint64_t)i << 36;   /* far apart */
+	double mean = run_model(&p, m, &now, seconds, pos, end);
+	struct rd_json j;
+	rd_json_init(&j);
+	rd_json_obj_begin(&j, NULL);
+	p.ops->describe(&p, &j);
+	rd_json_obj_end(&j);
+	const char *text = rd_json_text(&j);
+	const char *at = text ? strstr(text, "\"changes\":") : NULL;
+	*changes = at ? strtoull(at + 10, NULL, 10) : 0;
+	rd_json_free(&j);
+	p.ops->destroy(&p);
+	return mean;
+}
+
+static void test_adaptive(void)
+{
+	setenv("LIBCEPTION_PROFILES", "/nonexistent-sizing-test", 1);
+	/* best at mem/n = 4 MiB; each window costs 20 ms + W/100 MB/s */
+	struct model m = { .n = 50, .bitrate = 1.2e6, .rate = 100e6, .switch_s = 0.020,
+	                   .mem = 200.0 * MiB, .busy_scale = 1 };
+	/* Once converged it wanders around the minimum (deflation retries the
+	 * neighbours): the mean over the second half is within a step. */
+	uint64_t changes;
+	double size = adaptive_run("interval=20s,start=2M", &m, 1000, &changes);
+	if (!(size >= 3.5 * MiB && size <= 4.5 * MiB)) fprintf(stderr, "mean %.2f MiB\n", size / MiB);
+	CHECK(size >= 3.5 * MiB && size <= 4.5 * MiB);
+	CHECK(changes >= 4);
+	size = adaptive_run("interval=20s,start=8M", &m, 1000, &changes);
+	if (!(size >= 3.5 * MiB && size <= 4.5 * MiB)) fprintf(stderr, "mean %.2f MiB\n", size / MiB);
+	CHECK(size >= 3.5 * MiB && size <= 4.5 * MiB);
+	/* Light load: 5 streams keep the disk well under 60% busy: no change. */
+	struct model light = m;
+	light.n = 5;
+	light.mem = 20.0 * MiB;
+	size = adaptive_run("interval=20s,start=2M", &light, 400, &changes);
+	CHECK(size == 2.0 * MiB && changes == 0);
+	CHECK(strstr(sz_test_last_log, "light load"));
+	/* Table 2 defaults parse, and bad values are refused. */
+	struct rd_device_info d = dev_info("");
+	struct rd_policy p = { .ops = &rd_policy_adaptive, .dev = &d, .concurrency = 1 };
+	char err[256];
+	CHECK(p.ops->init(&p, err, sizeof err) == 0);
+	CHECK(strstr(sz_test_last_log, "interval 180 s, step 512K, deflate 5%, busy 60%, evict 5%"));
+	p.ops->destroy(&p);
+	d = dev_info("busy=2");
+	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "busy=2"));
+	d = dev_info("interval=10s,ramp=20s");
+	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "ramp"));
+}
+
+/* Prefetched data evicted unused: the size jumps to eviction time x
+ * bitrate, and moves there gradually. */
+static void test_adaptive_evictions(void)
+{
+	struct rd_device_info d = dev_info("interval=10s,ramp=4s,start=8M");
+	struct rd_policy p = { .ops = &rd_policy_adaptive, .dev = &d, .concurrency = 1 };
+	char err[256];
+	CHECK(p.ops->init(&p, err, sizeof err) == 0);
+	uint64_t t0 = rd_now_ns(), now = t0;
+	/* 20 streams at 100 kB/s; each gets an 8 MiB window, and 5 s later
+	 * asks inside it again (evicted after ~5 s). */
+	for (unsigned i = 0; i < 20; i++) {
+		struct rd_request_info r = { .dev = d.fs_dev, .ino = 500 + i, .offset = 0,
+		                             .length = 65536 };
+		uint64_t w = p.ops->size(&p, &r);
+		CHECK(w == 8 * MiB);
+		struct rd_completion c = completion(r.ino, 0, 65536, w, w, 400000000, now);
+		p.ops->observe(&p, &c);
+	}
+	for (unsigned s = 1; s <= 9; s++) {
+		now = t0 + s * SEC;
+		if (s == 5)
+			for (unsigned i = 0; i < 20; i++) {
+				struct rd_completion c = completion(500 + i, 500000, 65536, 8 * MiB, 8 * MiB,
+				                                    40000000, now);
+				p.ops->observe(&p, &c);
+			}
+		p.ops->tick(&p, now);
+	}
+	now = t0 + 10 * SEC + 1;
+	p.ops->tick(&p, now);
+	CHECK(strstr(sz_test_last_log, "evictions"));
+	/* 5 s x ~100 kB/s = 0.5 MB: one step */
+	CHECK(strstr(sz_test_last_log, "-> 512K"));
+	struct rd_request_info r = { .dev = d.fs_dev, .ino = 999, .offset = 0, .length = 65536 };
+	p.ops->tick(&p, now + 2 * SEC);
+	uint64_t mid = p.ops->size(&p, &r);
+	CHECK(mid < 8 * MiB && mid > 512 * 1024);   /* gradually */
+	p.ops->tick(&p, now + 5 * SEC);
+	CHECK(p.ops->size(&p, &r) == 512 * 1024);
+	p.ops->destroy(&p);
+}
+
+static void test_bitrate_policy(void)
+{
+	struct rd_device_info d = dev_info("size=4M,scale=sqrt");
+	struct rd_policy p = { .ops = &rd_policy_bitrate, .dev = &d, .concurrency = 1 };
+	char err[256];
+	CHECK(p.ops->init(&p, err, sizeof err) == 0);
+	/* Two streams, 400 kB/s and 100 kB/s, for 10 s. */
+	uint64_t now = rd_now_ns();
+	uint64_t off[2] = {0, 0};
+	double rate[2] = {400e3, 100e3};
+	for (unsigned s = 0; s < 10; s++) {
+		for (unsigned i = 0; i < 2; i++) {
+			struct rd_completion c = completion(700 + i, off[i], 65536, 65536, 65536, 1000, now);
+			p.ops->observe(&p, &c);
+			off[i] += (uint64_t)rate[i];
+		}
+		now += SEC;
+		p.ops->tick(&p, now);
+	}
+	struct rd_request_info hi = { .dev = d.fs_dev, .ino = 700, .offset = off[0], .length = 4096 };
+	struct rd_request_info lo = { .dev = d.fs_dev, .ino = 701, .offset = off[1], .length = 4096 };
+	CHECK(p.ops->size(&p, &hi) == 4 * MiB);
+	uint64_t l = p.ops->size(&p, &lo);
+	CHECK(l > 1900 * 1024 && l < 2200 * 1024);   /* sqrt(1/4) of 4 MiB */
+	p.ops->destroy(&p);
+}
+
+int main(void)
+{
+	sz_test_verbose = getenv("SIZING_VERBOSE") != NULL;
+	test_args();
+	test_profile();
+	test_scale();
+	test_streams_and_accounting();
+	test_recheck();
+	test_competitive();
+	test_adaptive();
+	test_adaptive_evictions();
+	test_bitrate_policy();
+	if (failures) {
+		fprintf(stderr, "test_sizing: %d check%s failed\n", failures, failures == 1 ? "" : "s");
+		return 1;
+	}
+	printf("test_sizing: all tests passed\n");
+	return 0;
+}

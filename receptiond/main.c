@@ -170,10 +170,12 @@ static int daemonize(int *ready_fd)
 	}
 	int null = open("/dev/null", O_RDWR);
 	if (null >= 0) {
+		/* Let go of the caller's terminal or pipes (a caller waiting
+		 * for EOF on them must not wait for the daemon); the log
+		 * goes to --log, or nowhere. */
 		dup2(null, 0);
 		dup2(null, 1);
-		if (!rd_cfg.log_path)
-			dup2(null, 2);
+		dup2(null, 2);
 		if (null > 2)
 			close(null);
 	}

@@ -40,13 +40,14 @@ static void fill_attr(struct hddsim *h, fuse_ino_t ino, struct stat *st)
 
 static int is_file(const struct node *n) { return n->type == NODE_VIDEO || n->type == NODE_REAL; }
 
-/* A file system reads a file's inode the first time it is looked up;
- * inodes live in a table at the start of each group of meta_group bytes. */
+/* A file system reads a file's metadata (inode, block map) the first time
+ * it is looked up; each file has its own block in a table at the start of
+ * its group (layout_assign_metadata).  Later lookups find it cached. */
 static void charge_metadata(struct hddsim *h, struct node *n)
 {
 	if (!h->meta_group || !is_file(n) || __atomic_exchange_n(&n->meta_done, 1, __ATOMIC_RELAXED))
 		return;
-	sched_read(&h->sched, n->pos / h->meta_group * h->meta_group, 4096, 1);
+	sched_read(&h->sched, n->meta_pos, 4096, 1);
 }
 
 static void op_init(void *data, struct fuse_conn_info *conn)

@@ -136,11 +136,16 @@ static long add_file(struct layout *l, const char *path, enum node_type type)
 	return add_node(l, (uint32_t)dir, base, type);
 }
 
-static int from_library(struct layout *l, const char *path, char *err, size_t errlen)
+static int from_library(struct layout *l, const char *path, uint64_t spread_end,
+			char *err, size_t errlen)
 {
 	if (library_load(path, &l->lib, err, errlen))
 		return -1;
-	uint64_t pos = l->start;
+	uint64_t pos = l->start, gap = 0, need = 0;
+	for (size_t i = 0; i < l->lib.count; i++)
+		need += align_up(l->lib.videos[i].bytes);
+	if (spread_end > l->start + need)
+		gap = (spread_end - l->start - need) / l->lib.count & ~(ALIGN - 1);
 	for (size_t i = 0; i < l->lib.count; i++) {
 		const struct lib_video *v = &l->lib.videos[i];
 		uint64_t nchunks = lib_video_chunks(v);
@@ -162,7 +167,7 @@ static int from_library(struct layout *l, const char *path, char *err, size_t er
 			nd->pos = pos + nd->src_off;
 			nd->seed = v->seed;
 		}
-		pos = align_up(pos + v->bytes);
+		pos = align_up(pos + v->bytes) + gap;
 	}
 	l->end = pos;
 	return 0;
@@ -212,7 +217,8 @@ static int walk(struct layout *l, const char *real, uint32_t dir, uint64_t *pos,
 	return rc;
 }
 
-int layout_build(struct layout *l, const char *source, uint64_t start, char *err, size_t errlen)
+int layout_build(struct layout *l, const char *source, uint64_t start, uint64_t spread_end,
+		 char *err, size_t errlen)
 {
 	struct stat st;
 	memset(l, 0, sizeof *l);
@@ -230,13 +236,29 @@ int layout_build(struct layout *l, const char *source, uint64_t start, char *err
 		if (walk(l, source, 0, &pos, err, errlen))
 			goto fail;
 		l->end = pos;
-	} else if (from_library(l, source, err, errlen)) {
+	} else if (from_library(l, source, spread_end, err, errlen)) {
 		goto fail;
 	}
 	return 0;
 fail:
 	layout_free(l);
 	return -1;
+}
+
+void layout_assign_metadata(struct layout *l, uint64_t group)
+{
+	uint64_t cur = UINT64_MAX, rank = 0;
+	if (!group)
+		return;
+	for (size_t i = 0; i < l->count; i++) {
+		struct node *n = &l->nodes[i];
+		if (n->type != NODE_VIDEO && n->type != NODE_REAL)
+			continue;
+		uint64_t g = n->pos / group;
+		rank = g == cur ? rank + 1 : 0;
+		cur = g;
+		n->meta_pos = g * group + rank % (group / ALIGN) * ALIGN;
+	}
 }
 
 long layout_add_stats(struct layout *l)

@@ -26,6 +26,7 @@ struct node {
 	uint8_t  meta_done;   /* its metadata read has been charged */
 	uint64_t size;
 	uint64_t pos;         /* platter offset of byte 0 */
+	uint64_t meta_pos;    /* platter offset of its metadata block */
 	uint64_t src_off;     /* NODE_VIDEO: offset in the video */
 	uint64_t seed;        /* NODE_VIDEO: content seed */
 	char    *real;        /* NODE_REAL: path of the real file */
@@ -43,9 +44,17 @@ struct layout {
 };
 
 /* Build from a library file or a directory (whichever `source` is), laid
- * out from platter offset `start`; -1 with a one-line message in err. */
-int layout_build(struct layout *l, const char *source, uint64_t start, char *err, size_t errlen);
+ * out from platter offset `start`; with spread_end > start the videos of a
+ * library file are spread evenly up to spread_end (equal gaps between them,
+ * as the SYSTOR 2014 paper placed its library), else packed.  -1 with a
+ * one-line message in err. */
+int layout_build(struct layout *l, const char *source, uint64_t start, uint64_t spread_end,
+		 char *err, size_t errlen);
 void layout_free(struct layout *l);
+
+/* Give every file its own 4 KiB metadata block (inode and block map) in a
+ * table at the start of its group of `group` bytes, in layout order. */
+void layout_assign_metadata(struct layout *l, uint64_t group);
 
 /* Child `name` of directory node `dir`, or -1. */
 long layout_lookup(const struct layout *l, uint32_t dir, const char *name);

@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ struct opts {
 	unsigned long max_request, threads, max_background, congestion;
 	long policy, queue_depth, segments;
 	long long readahead, meta_group;
-	int allow_other, list;
+	int allow_other, list, spread, realtime;
 };
 
 static void usage(FILE *f)
@@ -33,6 +34,7 @@ static void usage(FILE *f)
 		"  --drive PRESET          drive preset (default wd-red); --list-drives shows them\n"
 		"  --drive-file FILE       presets file (default: installed drives.conf)\n"
 		"  --start FRACTION        where the library starts on the platter, 0..1 (default 0)\n"
+		"  --spread                spread the videos evenly from --start to the inner edge\n"
 		"  --trace FILE            one line per drive command\n"
 		"  --max-request BYTES     largest read request (FUSE max_read, default 1048576)\n"
 		"  --max-background N      kernel's async requests in flight (default 64)\n"
@@ -43,7 +45,8 @@ static void usage(FILE *f)
 		"  --readahead BYTES       drive read-ahead past a request (default: preset)\n"
 		"  --segments N            drive cache segments (default: preset)\n"
 		"  --meta-group BYTES      inode table every BYTES; 0 = no metadata reads (default 134217728)\n"
-		"  --no-allow-other        only the mounting user may read\n");
+		"  --no-allow-other        only the mounting user may read\n"
+		"  --no-realtime           do not run the threads at SCHED_FIFO priority 1\n");
 }
 
 static int bad(const char *what, const char *val)
@@ -72,12 +75,13 @@ static int parse(int argc, char **argv, struct opts *o)
 		{"max-background", 1, 0, 'b'}, {"congestion-threshold", 1, 0, 'c'},
 		{"threads", 1, 0, 'T'}, {"policy", 1, 0, 'p'}, {"queue-depth", 1, 0, 'q'},
 		{"readahead", 1, 0, 'a'}, {"segments", 1, 0, 'S'}, {"meta-group", 1, 0, 'm'},
-		{"no-allow-other", 0, 0, 'n'}, {"list-drives", 0, 0, 'L'}, {"help", 0, 0, 'h'},
+		{"no-allow-other", 0, 0, 'n'}, {"spread", 0, 0, 'P'}, {"no-realtime", 0, 0, 'R'}, {"list-drives", 0, 0, 'L'}, {"help", 0, 0, 'h'},
 		{0, 0, 0, 0},
 	};
 	*o = (struct opts){ .drive = "wd-red", .max_request = 1 << 20, .threads = 128,
 			    .max_background = 64, .policy = -1, .queue_depth = -1, .segments = -1,
-			    .readahead = -1, .meta_group = 128ll << 20, .allow_other = geteuid() == 0 };
+			    .readahead = -1, .meta_group = 128ll << 20, .allow_other = geteuid() == 0,
+			    .realtime = 1 };
 	int c;
 	unsigned long long v;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -87,6 +91,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'D': o->drive_file = optarg; break;
 		case 't': o->trace = optarg; break;
 		case 'n': o->allow_other = 0; break;
+		case 'P': o->spread = 1; break;
+		case 'R': o->realtime = 0; break;
 		case 'L': o->list = 1; break;
 		case 'h': usage(stdout); exit(0);
 		case 's': {
@@ -216,7 +222,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	uint64_t start = (uint64_t)(o.start * (double)d.capacity) & ~4095ull;
-	if (layout_build(&h.layout, o.library, start, err, sizeof err)) {
+	if (layout_build(&h.layout, o.library, start, o.spread ? d.capacity : 0, err, sizeof err)) {
 		fprintf(stderr, PROG ": %s\n", err);
 		return 1;
 	}
@@ -228,12 +234,22 @@ int main(int argc, char **argv)
 	}
 	h.stats_node = layout_add_stats(&h.layout);
 	h.meta_group = (uint64_t)o.meta_group;
+	layout_assign_metadata(&h.layout, h.meta_group);
 	h.max_read = (unsigned)o.max_request;
 	h.max_background = (unsigned)o.max_background;
 	h.congestion_threshold = (unsigned)o.congestion;
 	if (o.trace && !(trace = fopen(o.trace, "w"))) {
 		fprintf(stderr, PROG ": trace \"%s\": %s\n", o.trace, strerror(errno));
 		goto out;
+	}
+	/* Completions are due at exact instants; on a busy machine a normal
+	 * thread wakes milliseconds late.  The threads mostly sleep, so the
+	 * lowest real-time priority costs others little.  Threads inherit it. */
+	if (o.realtime) {
+		struct sched_param sp = { .sched_priority = 1 };
+		if (sched_setscheduler(0, SCHED_FIFO, &sp))
+			fprintf(stderr, PROG ": warning: no real-time priority (%s); lateness may grow\n",
+				strerror(errno));
 	}
 	if (sched_start(&h.sched, &d, trace, err, sizeof err)) {
 		fprintf(stderr, PROG ": %s\n", err);

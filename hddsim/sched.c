@@ -113,13 +113,14 @@ void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta)
 	 * even when stopping: only an unscheduled one may be abandoned. */
 	while (!req.taken && !s->stop)
 		pthread_cond_wait(&req.cv, &s->lock);
+	int64_t now = 0;
 	if (req.taken) {
 		pthread_mutex_unlock(&s->lock);
 		sleep_until(req.done_at);
+		now = sched_now();
 		pthread_mutex_lock(&s->lock);
 		req.done = 1;
 	}
-	int64_t now = sched_now();
 	int64_t late = now - req.done_at;
 	if (req.done) {
 		const struct model_cost *c = &req.cost;

@@ -24,6 +24,8 @@ _FLAGS = {
     "policy": "--policy", "queue_depth": "--queue-depth", "readahead": "--readahead",
     "segments": "--segments", "meta_group": "--meta-group", "drive_file": "--drive-file",
 }
+# Keyword options of Mount that are flags without a value.
+_SWITCHES = {"spread": "--spread"}
 
 
 class HddsimError(RuntimeError):
@@ -55,7 +57,7 @@ class Mount:
                  read_ahead_kb=None, allow_other=True, timeout=30, **opts):
         if library is None:
             raise HddsimError("hddsim: Mount needs a library")
-        unknown = set(opts) - set(_FLAGS)
+        unknown = set(opts) - set(_FLAGS) - set(_SWITCHES)
         if unknown:
             raise HddsimError(f"hddsim: unknown Mount options {sorted(unknown)}")
         self.path = os.path.realpath(mountpoint)
@@ -69,7 +71,9 @@ class Mount:
         if not allow_other:
             cmd.append("--no-allow-other")
         for k, v in opts.items():
-            if v is not None:
+            if k in _SWITCHES:
+                cmd += [_SWITCHES[k]] if v else []
+            elif v is not None:
                 cmd += [_FLAGS[k], str(v)]
         self.cmd = cmd
         self._start(timeout)

@@ -1,0 +1,139 @@
+"""vidload against a real nginx on loopback serving a materialized library:
+every byte verified, the fixed request schedule kept (seen from the server's
+access log), deadline failures when the server is too slow, the emulated
+link rates, integrity failures on wrong content, and the rate search."""
+import collections
+import re
+import pytest
+
+from fixtures_vidload import SEGMENT, materialize, write_library, SD
+from libception import vidload
+
+
+def log_requests(path):
+    """{connection: [(request number, start time, request time, status, bytes)]}"""
+    conns = collections.defaultdict(list)
+    for conn, num, end, rtime, status, size, _, _ in log_lines(path):
+        conns[conn].append((int(num), float(end) - float(rtime), float(rtime), int(status), int(size)))
+    return conns
+
+
+def log_lines(path):
+    with open(path) as f:
+        return [line.split() for line in f]
+
+
+def test_sessions_verify_bytes_and_keep_the_schedule(vidload_lib, vidload_nginx):
+    srv = vidload_nginx(vidload_lib.root)
+    # Everyone watches to the end, so each connection carries the 10 s schedule.
+    out = vidload.run(srv.url, vidload_lib.library, rate=2, duration=24, seed=1,
+                      views="0,1", late_ms=100, progress=0)
+    r = out["result"]
+    assert out["vidload"] == 1 and out["settings"]["seed"] == 1
+    assert r["started"] >= 20
+    assert r["failed"] == 0, r["first_error"]
+    assert r["completed"] == r["started"]
+    assert r["late_starts"] == 0
+    # What the server sent, less what was still in flight when the run ended.
+    served = sum(b for reqs in log_requests(srv.log).values() for *_, b in reqs)
+    assert served - 3 * SEGMENT * r["active_at_end"] <= r["bytes"] <= served
+    # Server side: after the three back-to-back requests, one request every
+    # 10 s on each connection, whatever the replies took.
+    gaps = []
+    for reqs in log_requests(srv.log).values():
+        reqs.sort()
+        assert all(status in (200, 206) for _, _, _, status, _ in reqs)
+        starts = [start for num, start, *_ in reqs if num >= 4]
+        gaps += [b - a for a, b in zip(starts, starts[1:])]
+    assert len(gaps) >= 5
+    assert all(abs(g - 10.0) < 0.25 for g in gaps), gaps
+
+
+def test_chunked_layout_fetches_chunk_files(vidload_lib, vidload_nginx):
+    srv = vidload_nginx(vidload_lib.root)
+    r = vidload.run(srv.url, vidload_lib.chunked, rate=3, duration=6, seed=2, progress=0)["result"]
+    assert r["started"] > 0 and r["failed"] == 0, r["first_error"]
+    lines = log_lines(srv.log)
+    assert lines
+    for *_, status, size, uri, rng in lines:
+        # Whole chunk files, no ranges (a reply cut off by the end of the run is shorter).
+        assert status == "200" and rng == "-" and int(size) <= SEGMENT
+        assert re.fullmatch(r"/ch/c0000[01]\.mp4/00000\d", uri), uri
+    assert sum(int(size) == SEGMENT for *_, size, _, _ in lines) >= r["segments"] - 2
+
+
+def test_slow_server_fails_sessions_on_the_deadline(vidload_lib, vidload_nginx):
+    # 20 KB/s per connection: a 0.5 MiB segment needs ~26 s, far beyond 10 s.
+    srv = vidload_nginx(vidload_lib.root, server_extra="limit_rate 20k;")
+    r = vidload.run(srv.url, vidload_lib.library, rate=3, duration=14, seed=3,
+                    progress=0)["result"]
+    assert r["errors"]["deadline"] >= 3
+    assert r["failed"] == r["errors"]["deadline"]
+    assert r["latency_ms"]["max"] >= 10000 - 100
+    # Sessions started in the last 10 s had no deadline yet: they count as completed.
+    assert r["failed"] + r["active_at_end"] + r["finished"] == r["started"]
+
+
+@pytest.mark.parametrize("link_bps", [3.5e6, 10e6])
+def test_link_emulation_rate_within_5_percent(vidload_lib, vidload_nginx, link_bps):
+    # The server's send buffer is kept small so the paced reads are what it feels.
+    srv = vidload_nginx(vidload_lib.root, listen_extra="sndbuf=32k")
+    r = vidload.run(srv.url, vidload_lib.library, rate=1.5, duration=12, seed=4,
+                    links=[f"{link_bps / 1e6}M"], burst=1, delay_ms=50, progress=0)["result"]
+    assert r["failed"] == 0 and r["segments"] >= 8
+    # Every segment is a lone whole 0.5 MiB request: latency = 2 x 50 ms + size / rate.
+    wire_ms = SEGMENT * 8 / link_bps * 1000
+    measured_wire_ms = r["latency_ms"]["mean"] - 100
+    assert abs(measured_wire_ms - wire_ms) / wire_ms < 0.05, (measured_wire_ms, wire_ms)
+    # Back-pressure reached the server: it spent most of the wire time writing.
+    times = [rt for reqs in log_requests(srv.log).values() for _, _, rt, _, _ in reqs]
+    assert sorted(times)[len(times) // 2] > 0.5 * wire_ms / 1000
+
+
+def test_wrong_content_is_an_integrity_failure(vidload_www, vidload_nginx):
+    lib = vidload_www / "lib.lcvl"
+    write_library(lib, [("bad.mp4", 6 * SEGMENT, SD, 0)])
+    root = vidload_www / "www"
+    materialize(lib, root)
+    with open(root / "bad.mp4", "r+b") as f:
+        f.seek(SEGMENT + 12345)
+        b = f.read(1)
+        f.seek(SEGMENT + 12345)
+        f.write(bytes([b[0] ^ 0x40]))
+    srv = vidload_nginx(root)
+    r = vidload.run(srv.url, lib, rate=2, duration=5, seed=5, progress=0)["result"]
+    assert r["started"] > 0
+    # Every session asks for segment 1 in its opening burst, so every one hits the bad byte.
+    assert r["errors"]["integrity"] >= 1
+    assert r["failed"] == r["errors"]["integrity"]
+    assert f"offset {SEGMENT + 12345}" in r["first_error"]
+
+
+def test_missing_file_is_an_http_failure(tmp_path, vidload_lib, vidload_nginx):
+    lib = tmp_path / "lib.lcvl"
+    write_library(lib, [("nothere.mp4", 6 * SEGMENT, SD, 0)])
+    srv = vidload_nginx(vidload_lib.root)
+    r = vidload.run(srv.url, lib, rate=3, duration=3, seed=6, progress=0)["result"]
+    assert r["started"] > 0 and r["failed"] == r["errors"]["http"] > 0
+    assert r["failed"] + r["active_at_end"] == r["started"]
+    assert "status 404" in r["first_error"]
+
+
+def test_search_bisects_to_the_capacity(vidload_lib, vidload_nginx, tmp_path):
+    """nginx admitting few simultaneous requests (limit_conn) fails more
+    sessions the higher the rate: the search must bracket that and run
+    --between before every probe."""
+    srv = vidload_nginx(vidload_lib.root, server_extra="limit_conn vl 4;", listen_extra="sndbuf=32k",
+                        http_extra="limit_conn_zone $binary_remote_addr zone=vl:1m;")
+    marker = tmp_path / "probes"
+    out = vidload.search(srv.url, vidload_lib.library, lo=0.25, hi=16, duration=6, seed=7,
+                         resolution=2, max_fail=0.3, between=f"echo x >> {marker}",
+                         timeout=300)
+    probes = out["probes"]
+    assert marker.read_text().count("x") == len(probes)
+    assert out["answer"] is not None
+    passed = [p["result"]["rate"] for p in probes if p["pass"]]
+    failed = [p["result"]["rate"] for p in probes if not p["pass"]]
+    assert passed and failed
+    assert out["answer"] == max(passed) and max(passed) < min(failed)
+    assert min(failed) - out["answer"] <= 2

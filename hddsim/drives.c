@@ -12,6 +12,7 @@ static void defaults(struct drive *d)
 	memset(d, 0, sizeof *d);
 	d->seek_min = 1.0;
 	d->overhead = 0.1;
+	d->host_overhead = 0.15;
 	d->hit_overhead = 0.05;
 	d->interface_rate = 300;
 	d->segments = 16;
@@ -33,7 +34,7 @@ static const struct key keys[] = {
 	K(rpm, DBL), K(capacity, U64),
 	K(rate_outer, DBL), K(rate_middle, DBL), K(rate_inner, DBL),
 	K(access_quarter, DBL), K(access_half, DBL), K(access_full, DBL),
-	K(seek_min, DBL), K(overhead, DBL), K(hit_overhead, DBL), K(interface_rate, DBL),
+	K(seek_min, DBL), K(overhead, DBL), K(host_overhead, DBL), K(hit_overhead, DBL), K(interface_rate, DBL),
 	K(segments, UINT), K(segment_bytes, U64), K(readahead, U64),
 	K(policy, POLICY), K(queue_depth, UINT), K(age_limit, DBL),
 };

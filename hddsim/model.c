@@ -94,11 +94,13 @@ int model_init(struct model *m, const struct drive *d, char *err, size_t errlen)
 	m->trev = (int64_t)llround(60e9 / d->rpm);
 
 	/* The papers' access times include half a revolution, the controller
-	 * overhead and a page's transfer; what is left is the seek. */
+	 * overhead, a page's transfer and the host's own path (which hddsim's
+	 * FUSE path adds for real); what is left is the seek. */
 	double half_rev = 30e3 / d->rpm;
 	double page = 4096 / (d->rate_middle * 1e3);  /* ms */
-	double sq = d->access_quarter - half_rev - d->overhead - page;
-	double sf = d->access_full - half_rev - d->overhead - page;
+	double fixed = half_rev + d->overhead + page + d->host_overhead;
+	double sq = d->access_quarter - fixed;
+	double sf = d->access_full - fixed;
 	if (!(sq > d->seek_min && sf > sq))
 		return fail(err, errlen, "need seek_min < quarter-stroke seek < full-stroke seek "
 			    "(access times minus half a revolution)", d);

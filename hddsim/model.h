@@ -43,6 +43,7 @@ struct drive {
 	double   access_full;       /* ms, full stroke */
 	double   seek_min;          /* ms, track-to-track seek */
 	double   overhead;          /* ms, controller overhead per media command */
+	double   host_overhead;     /* ms the host path adds per request (not modelled, fitted out) */
 	double   hit_overhead;      /* ms, per command served from the cache */
 	double   interface_rate;    /* MB/s, cache to host */
 	unsigned segments;          /* read-ahead cache segments */

@@ -201,7 +201,7 @@ def calibrate(args, drive, spec, directory, results):
 def add_arguments(p):
     p.add_argument("--drive", action="append", help="preset to calibrate (repeatable; default all)")
     p.add_argument("--seq-mib", type=int, default=128, help="MiB per sequential zone read (default 128)")
-    p.add_argument("--pairs", type=int, default=150, help="random reads per stroke (default 150)")
+    p.add_argument("--pairs", type=int, default=300, help="random reads per stroke (default 300)")
     p.add_argument("--lateness-s", type=float, default=10, help="seconds of two concurrent readers")
     p.add_argument("--chunking", action="store_true", help="also measure the chunking paper's Table 1")
     p.add_argument("--videos", type=int, default=60, help="videos in the chunking library (default 60)")

@@ -76,7 +76,8 @@ static void test_access(const char *name)
 	double want[3] = { m.d.access_quarter, m.d.access_half, m.d.access_full };
 	double xs[3] = { 0.25, 0.5, 1.0 };
 	for (int i = 0; i < 3; i++) {
-		double got = mean_access_ms(&m, xs[i]);
+		/* The model leaves out the host's share, which a live mount adds. */
+		double got = mean_access_ms(&m, xs[i]) + m.d.host_overhead;
 		printf("test_model: %-13s access at %.2f stroke: %6.2f ms (preset %5.2f, %+5.1f%%)\n",
 		       name, xs[i], got, want[i], 100 * (got / want[i] - 1));
 		CHECK(fabs(got / want[i] - 1) < 0.05, "%s access at %.2f: %.2f ms vs %.2f", name, xs[i], got, want[i]);

@@ -103,17 +103,27 @@ struct sz_stream *sz_account_observe(struct sz_account *a, struct sz_streams *t,
 			return NULL;
 	}
 	/* A miss inside the earlier window, beyond where the stream had got:
-	 * those pages were prefetched and evicted before anyone asked. */
+	 * the daemon reads only pages not resident, so whatever it read of
+	 * [offset, old window end) beyond what lies after that end had been
+	 * prefetched and was evicted before anyone asked for it.  (A read
+	 * straddling the old window's end is not an eviction.) */
 	if (!c->was_resident && c->bytes_read && r->offset >= s->frontier && r->offset < s->win_hi &&
 	    r->offset >= s->win_lo) {
-		uint64_t hi = r->offset + c->bytes_read < s->win_hi ? r->offset + c->bytes_read : s->win_hi;
-		ADD(a, reread, hi - r->offset);
-		if (!s->win_evicted) {
-			/* Not seen by a re-check yet: count the eviction here. */
-			ADD(a, evicted, hi - r->offset);
-			ADD(a, evictions, 1);
-			ADD(a, evict_age_ns, now - s->win_ns);
-			s->win_evicted = hi - r->offset;
+		uint64_t end = c->window_offset + c->window_length;
+		uint64_t fresh = end > s->win_hi ? end - s->win_hi : 0;
+		uint64_t again = c->bytes_read > fresh ? c->bytes_read - fresh : 0;
+		if (again > s->win_hi - r->offset)
+			again = s->win_hi - r->offset;
+		if (again) {
+			ADD(a, reread, again);
+			if (again > s->win_evicted) {
+				if (!s->win_evicted) {
+					ADD(a, evictions, 1);
+					ADD(a, evict_age_ns, now - s->win_ns);
+				}
+				ADD(a, evicted, again - s->win_evicted);
+				s->win_evicted = again;
+			}
 		}
 	}
 	uint64_t old = s->frontier;

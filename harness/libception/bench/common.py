@@ -1,0 +1,97 @@
+"""Pieces the scenarios share: the scaled-down library and memory limit,
+the recorded best vanilla configurations, and the side-by-side table."""
+import json
+import os
+
+from .. import cmd_mklib, plots
+from . import rig as rigmod
+
+MIB = 2**20
+# The paper's Linux server: 8 GB of RAM for a 260 GB library (20,000 SD
+# videos).  We keep the ratio memory/library at 1/32 and scale both down:
+# the cgroup limit is the library's size divided by 32.
+MEMORY_RATIO = 1 / 32
+PAPER_LIBRARY_VIDEOS = 20000
+
+BEST_FILE = os.path.join(os.path.dirname(__file__), "best.json")
+
+
+def make_library(rig, preset="sd", count=2000, seed=1, chunk=0, name=None):
+    """Write the library file into the output directory (deterministic:
+    the same arguments give the same file) and return its path."""
+    name = name or f"{preset}-{count}-seed{seed}-chunk{chunk}.lcvl"
+    path = os.path.join(rig.out, name)
+    videos = cmd_mklib.generate(preset, count, seed, chunk)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="ascii") as f:
+        cmd_mklib.write(videos, f, f"{preset} count={count} seed={seed} chunk={chunk}")
+    os.rename(tmp, path)
+    return path
+
+
+def memory_limit(library_path, ratio=MEMORY_RATIO, floor=64 * MIB):
+    """The cgroup limit for a library: its size times `ratio` (at least
+    `floor`, so the server and daemon themselves fit)."""
+    return max(floor, int(rigmod.library_bytes(library_path) * ratio))
+
+
+def best_tunables(server):
+    """The vanilla configuration the `servers` scenario found best for
+    `server` (docs/benchmark.md, "Fairness"), or the shipped defaults with
+    a note saying so."""
+    try:
+        with open(BEST_FILE, encoding="utf-8") as f:
+            best = json.load(f)
+        entry = best[server]
+        return entry["tunables"], f"best of the recorded search ({entry.get('source', '?')})"
+    except (OSError, ValueError, KeyError):
+        return {}, "Debian defaults (no recorded search yet: run `libception bench servers`)"
+
+
+def row(label, outcome, base_rate=None):
+    """A table row from a max_rate() outcome."""
+    at = outcome.get("at_answer") or {}
+    rate = outcome.get("answer")
+    ratio = (rate / base_rate) if rate and base_rate else None
+    return {"label": label, "rate": rate, "mb_per_s": at.get("mb_per_s"),
+            "disk_mb_per_s": at.get("disk_mb_per_s"), "failed_pct": at.get("failed_pct"),
+            "failed_above": outcome.get("failed_above"), "ratio": ratio}
+
+
+def _fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def print_table(rows, out=print, prog="libception bench"):
+    """The side-by-side table: sessions/s without failures, MB/s to
+    clients, disk MB/s and failed % at that rate, ratio to the first row."""
+    head = (f"{'configuration':<28} {'sessions/s':>10} {'MB/s out':>9} {'disk MB/s':>9} "
+            f"{'failed %':>8} {'ratio':>6}")
+    out(f"{prog}: {head}")
+    for r in rows:
+        rate = _fmt(r["rate"], ".3g")
+        if r["rate"] is not None and r.get("failed_above") is None:
+            rate = ">=" + rate   # never failed within the search's cap
+        out(f"{prog}: {r['label']:<28} {rate:>10} {_fmt(r['mb_per_s'], '.1f'):>9} "
+            f"{_fmt(r['disk_mb_per_s'], '.1f'):>9} {_fmt(r['failed_pct'], '.2f'):>8} "
+            f"{_fmt(r['ratio'], '.2f'):>6}")
+
+
+def plot_rates(path, rows, title):
+    return plots.bars(path, [r["label"] for r in rows], [r["rate"] for r in rows],
+                      "max failure-free sessions/s", title,
+                      annotate=[None if r["ratio"] is None else
+                                f"{r['rate']:.3g} ({r['ratio']:.2f}x)" for r in rows])
+
+
+def plot_probes(path, outcomes, title, max_fail=0.3):
+    series = {label: [(p["rate"], p["failed_pct"]) for p in o.get("probes", [])]
+              for label, o in outcomes.items()}
+    return plots.probes(path, series, title, threshold=max_fail)
+
+
+def search_settings(quick, start, duration=None):
+    """vidload and search settings shared by the video scenarios."""
+    return {"duration": duration or (20 if quick else 100), "start": start,
+            "rel_resolution": 0.25 if quick else 0.1, "repeats": 1, "max_fail": 0.3,
+            "seed": 1}

@@ -1,0 +1,173 @@
+"""The test rig every scenario uses: one configuration (server, its
+tunables, libception mode, prefetch size, kernel tuning, drive, library,
+memory limit) set up as the paper's server, measured, and torn down.
+
+Order of setup (teardown is the reverse, through cleanup.Cleanup):
+  hddsim mount -> memory cgroup -> receptiond inside the cgroup (only
+  under libception) -> web server inside the cgroup -> load.
+Prefetched pages are charged to the cgroup of the process that reads
+them; receptiond reads them, so it must sit in the server's group: the
+libception runs get exactly the vanilla runs' memory.
+"""
+import json
+import os
+
+from .. import cgroup, daemon, hddsim, servers
+from . import search
+
+# Modes of the library as the paper's ablation names them.
+MODES = {
+    "vanilla": None,
+    "libception": "prefetch+serialize",
+    "serialize": "serialize",
+    "prefetch": "prefetch",
+}
+DAEMON_MODES = {"libception", "serialize"}
+
+
+def library_bytes(path):
+    total = 0
+    with open(path, encoding="ascii") as f:
+        for line in f:
+            parts = line.split()
+            if parts and parts[0] == "video":
+                total += int(parts[2])
+    return total
+
+
+class Rig:
+    """One scenario's shared state: output directory, cleanup stack,
+    progress, results, the port and names to use."""
+
+    def __init__(self, name, out, cleanup, progress, results, port=18700, log=print):
+        self.name = name
+        self.out = out
+        self.cleanup = cleanup
+        self.progress = progress
+        self.results = results
+        self.port = port
+        self.log = log
+        self.work = os.path.join(out, "work")
+        os.makedirs(self.work, exist_ok=True)
+        self.lib_so = os.path.join(daemon.prefix(), "lib", "libception.so")
+
+    # --- one configuration ---------------------------------------------------
+    def setup(self, cfg, tag):
+        """Bring up mount, cgroup, daemon and server for `cfg` (a dict, see
+        Config in docs/benchmark.md); returns a handle with .url, .mount,
+        .group, .socket and .server, torn down by teardown(handle)."""
+        h = _Handle(cfg, tag)
+        c = self.cleanup
+        base = os.path.join(self.work, tag)
+        os.makedirs(base, exist_ok=True)
+        # One mount per configuration: a fresh mount starts with a cold page cache.
+        docroot = cfg.get("docroot")
+        if docroot is None:
+            mount_opts = {k: v for k, v in (cfg.get("hddsim") or {}).items()}
+            h.mount = hddsim.Mount(os.path.join(base, "mnt"), cfg.get("drive", "wd-red"),
+                                   cfg["library"], **mount_opts)
+            h.handles.append(c.push(f"unmount {h.mount.path}", h.mount.unmount))
+            if cfg.get("read_ahead_kb") is not None:
+                h.mount.read_ahead_kb = cfg["read_ahead_kb"]
+            docroot = h.mount.path
+        h.group = cgroup.MemoryGroup(f"bench-{os.getpid()}-{tag}", cfg.get("memory_limit"))
+        h.group.create()
+        h.handles.append(c.push(f"remove cgroup {h.group.path}", h.group.destroy))
+        env = None
+        mode = cfg.get("mode", "vanilla")
+        if MODES.get(mode, "?") == "?":
+            raise ValueError(f"unknown mode {mode!r}")
+        if mode != "vanilla":
+            h.socket = os.path.join(base, "receptiond.sock")
+            env = servers.libception_env(self.lib_so, h.socket, MODES[mode],
+                                         cfg.get("prefetch"))
+        if mode in DAEMON_MODES:
+            args = []
+            if cfg.get("prefetch") is not None:
+                args += ["--prefetch", str(cfg["prefetch"])]
+            h.daemon = daemon.start(h.socket, detached=False, in_cgroup=h.group.add,
+                                    log=os.path.join(base, "receptiond.log"), args=args)
+            h.handles.append(c.push("stop receptiond", lambda: _stop_daemon(h.daemon)))
+        h.server = servers.make_server(cfg.get("server", "nginx"), os.path.join(base, "server"),
+                                       docroot, self.port, cfg.get("tunables"))
+        h.handles.append(c.push(f"stop {h.server.name}", h.server.stop))
+        h.server.start(cgroup=h.group, env=env)
+        h.url = h.server.url()
+        return h
+
+    def teardown(self, h):
+        for handle in reversed(h.handles):
+            self.cleanup.run_now(handle)
+        h.handles.clear()
+
+    # --- measurements --------------------------------------------------------
+    def snapshot(self, h):
+        """Counters before/after a probe: disk and daemon."""
+        snap = {}
+        if h.mount is not None:
+            snap["disk"] = h.mount.stats()
+        if h.daemon is not None:
+            try:
+                snap["daemon"] = daemon.stats(h.socket)
+            except (OSError, daemon.DaemonError) as e:
+                snap["daemon_error"] = str(e)
+        return snap
+
+    def max_rate(self, cfg, tag, settings, point):
+        """The maximum failure-free session rate of one configuration,
+        recorded under `point` (skipped if already in the results)."""
+        done = self.results.get(point)
+        if done is not None:
+            self.progress.skip(f"{tag}: {done.get('answer')} sessions/s")
+            return done
+        self.log(f"{tag}: setting up ({describe(cfg)})")
+        h = self.setup(cfg, tag)
+        try:
+            outcome = search.max_failure_free(self, h, cfg, settings, tag)
+        finally:
+            self.teardown(h)
+        record = {"config": _jsonable(cfg), **outcome}
+        self.results.add(point, **record)
+        return self.results.get(point)
+
+
+class _Handle:
+    def __init__(self, cfg, tag):
+        self.cfg = cfg
+        self.tag = tag
+        self.mount = None
+        self.group = None
+        self.daemon = None
+        self.socket = None
+        self.server = None
+        self.url = None
+        self.handles = []
+
+
+def _stop_daemon(proc):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except Exception:
+            proc.kill()
+            proc.wait()
+
+
+def _jsonable(cfg):
+    return json.loads(json.dumps(cfg, default=str))
+
+
+def describe(cfg):
+    parts = [cfg.get("server", "nginx"), cfg.get("mode", "vanilla")]
+    if cfg.get("prefetch") is not None:
+        parts.append(f"prefetch {cfg['prefetch']}")
+    if cfg.get("read_ahead_kb") is not None:
+        parts.append(f"read_ahead_kb {cfg['read_ahead_kb']}")
+    for k, v in (cfg.get("hddsim") or {}).items():
+        parts.append(f"{k} {v}")
+    for k, v in (cfg.get("tunables") or {}).items():
+        parts.append(f"{k}={v}")
+    if cfg.get("memory_limit"):
+        parts.append(f"memory {cfg['memory_limit'] / 2**20:.0f} MiB")
+    return ", ".join(parts)

@@ -1,0 +1,101 @@
+"""Run a benchmark scenario (demo, servers, ablation, sweep, latency, twodisks, diff, chunking, fastdisk).
+
+`libception bench SCENARIO [--out DIR] [--quick] [--resume]` sets up the
+emulated disk, memory cgroups, receptiond and the web servers, measures,
+prints a table, and writes versioned JSON (SCENARIO.json) and PNG plots
+into DIR (default results/SCENARIO-DATE).  Everything it sets up is torn
+down on exit, on an error, on Ctrl-C and on SIGTERM.  See docs/benchmark.md.
+"""
+import datetime
+import os
+import sys
+
+from . import cgroup, cleanup, progress, results
+from .bench import SCENARIOS, load
+
+PROG = "libception bench"
+
+
+def add_arguments(p):
+    p.add_argument("scenario", choices=SCENARIOS, metavar="SCENARIO",
+                   help="one of: " + ", ".join(SCENARIOS))
+    p.add_argument("--out", metavar="DIR",
+                   help="output directory (default results/SCENARIO-YYYYMMDD-HHMM)")
+    p.add_argument("--quick", action="store_true",
+                   help="a small library and short probes: checks the pipeline, "
+                        "numbers not meaningful")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the points already in DIR/SCENARIO.json and measure the rest")
+    p.add_argument("--duration", type=float, metavar="S",
+                   help="seconds per vidload probe (default: the scenario's; 100 s full, 20 s quick)")
+    p.add_argument("--port", type=int, default=18700, help="web server port (default 18700)")
+
+
+def _default_out(scenario):
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M")
+    return os.path.join("results", f"{scenario}-{stamp}")
+
+
+def _remove_stale_groups():
+    """Groups of earlier runs killed too hard to clean up (named
+    bench-PID-...; the PID is gone)."""
+    base = os.path.join(cgroup.MEMORY_ROOT, cgroup.BASE)
+    for name in os.listdir(base) if os.path.isdir(base) else []:
+        parts = name.split("-")
+        if len(parts) > 2 and parts[0] == "bench" and parts[1].isdigit() \
+                and not os.path.exists(f"/proc/{parts[1]}"):
+            cgroup.MemoryGroup(name).destroy()
+
+
+def main(args):
+    if os.geteuid() != 0:
+        print(f"{PROG}: must run as root (mounts, cgroups, servers as www-data)", file=sys.stderr)
+        return 1
+    mod = load(args.scenario)
+    settings = mod.settings(args.quick)
+    settings["quick"] = bool(args.quick)
+    if args.duration is not None:
+        if args.duration <= 0:
+            print(f"{PROG}: --duration must be positive", file=sys.stderr)
+            return 2
+        for key in ("search", "run"):
+            if key in settings:
+                settings[key]["duration"] = args.duration
+    out = os.path.abspath(args.out or _default_out(args.scenario))
+    os.makedirs(out, exist_ok=True)
+    json_path = os.path.join(out, f"{args.scenario}.json")
+    seeds = [settings.get("search", {}).get("seed", 1)]
+    try:
+        res = results.Results(json_path, args.scenario, settings=settings, seeds=seeds,
+                              resume=args.resume)
+    except results.ResultsError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    res.save()
+    prog = progress.Progress(mod.steps(settings), prog=PROG)
+
+    def log(msg):
+        prog.line(msg)
+
+    def log_plain(msg):
+        print(msg, flush=True)
+
+    from .bench.rig import Rig
+    prog.line(f"{args.scenario}: results into {out}")
+    _remove_stale_groups()
+    try:
+        with cleanup.Cleanup(prog=PROG) as c:
+            rig = Rig(args.scenario, out, c, prog, res, port=args.port, log=log)
+            rig.log_plain = log_plain
+            rc = mod.run(rig, settings)
+    except (KeyboardInterrupt, cleanup.Interrupted):
+        print(f"{PROG}: interrupted; cleaned up; rerun with --resume --out {out} to continue",
+              file=sys.stderr)
+        return 130
+    except Exception as e:  # one line, the name of what failed
+        print(f"{PROG}: {args.scenario}: {type(e).__name__}: {e}", file=sys.stderr)
+        if os.environ.get("LIBCEPTION_BENCH_DEBUG"):
+            raise
+        return 1
+    prog.line(f"{args.scenario}: done; JSON and plots in {out}")
+    return rc

@@ -208,3 +208,21 @@ def test_real_daemon_killed_and_restarted_mid_cat(preload_built, make_daemon, tm
         if d2:
             d2.kill()
     assert bytes(got) == open(f, "rb").read()
+
+
+def test_real_daemon_stopped_costs_one_bounded_wait(preload_built, make_daemon, tmp_path):
+    """A daemon that stops answering (SIGSTOP) costs the program one wait
+    of LIBCEPTION_TIMEOUT_MS, then it goes on with plain libc reads."""
+    f = write_file(tmp_path / "cold", 6 << 20, seed=9)
+    d = make_daemon()
+    dbg = tmp_path / "debug.log"
+    d.signal(signal.SIGSTOP)
+    try:
+        code, out, err = run(["cat", f], d.env(LIBCEPTION_MODE="prefetch+serialize",
+                                               LIBCEPTION_TIMEOUT_MS=300,
+                                               LIBCEPTION_DEBUG=str(dbg)))
+    finally:
+        d.signal(signal.SIGCONT)
+    assert code == 0 and err == b""
+    assert out == open(f, "rb").read()
+    assert "timed out" in dbg.read_text()

@@ -251,17 +251,25 @@ struct seq_result {
 static int seq_probe(double position, double max_s, uint64_t max_bytes, char *buf,
                      struct seq_result *r)
 {
-	uint64_t span = max_bytes + SEQ_REQ;
-	uint64_t pos = (uint64_t)(position * (double)(total_bytes > span ? total_bytes - span : 0));
+	uint64_t pos = (uint64_t)(position * (double)(total_bytes - ALIGN));
 	pos &= ~(uint64_t)(ALIGN - 1);
 	memset(r, 0, sizeof *r);
 	r->position = position;
+	/* Within one file: consecutive files need not be adjacent on the
+	 * device (a spread-out library, a fragmented file system). */
+	uint64_t off;
+	struct pfile *f = locate(pos, &off);
+	uint64_t limit = f->start + f->size;
+	/* Leave room for some requests after the first one. */
+	uint64_t room = 8ull * SEQ_REQ;
+	if (limit - pos < room)
+		pos = (limit - f->start > room ? limit - room : f->start) & ~(uint64_t)(ALIGN - 1);
 	ssize_t n = cold_read(pos, SEQ_REQ, buf);
 	if (n <= 0)
 		return -1;
 	pos += (uint64_t)n;
 	double t0 = now_s(), t = t0;
-	while (r->bytes < max_bytes && t - t0 < max_s && pos < total_bytes) {
+	while (r->bytes < max_bytes && t - t0 < max_s && pos < limit) {
 		n = cold_read(pos, SEQ_REQ, buf);
 		if (n < 0)
 			return -1;

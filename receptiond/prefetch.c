@@ -91,6 +91,24 @@ uint64_t rd_resident_end(int fd, uint64_t lo, uint64_t hi, uint64_t limit)
 	return good;
 }
 
+/*
+ * Ask the kernel to start reading [lo, hi) in RD_HINT pieces before the
+ * pread that guarantees it.  On a device whose read_ahead_kb is 0 a
+ * buffered pread fetches one page per command; WILLNEED still issues up
+ * to max(io_pages, ra_pages) (128 KiB on FUSE) per call, all queued at
+ * once.  Measured on hddsim (wd-red, 32 MiB read 4 KiB at a time under
+ * libception): read_ahead_kb=0 took 1.0-1.5 s without the hint, 0.37 s
+ * with it; read_ahead_kb=128 took 0.33 s either way.  The hint is only a
+ * hint: the pread below is what makes the window resident.
+ */
+static void hint(int fd, uint64_t lo, uint64_t hi)
+{
+	for (uint64_t o = lo; o < hi; o += RD_HINT) {
+		uint64_t n = hi - o < RD_HINT ? hi - o : RD_HINT;
+		posix_fadvise(fd, (off_t)o, (off_t)n, POSIX_FADV_WILLNEED);
+	}
+}
+
 void rd_prefetch(int fd, uint64_t lo, uint64_t hi, void *scratch,
                  const volatile int *stop, struct rd_prefetch_result *res)
 {
@@ -110,6 +128,7 @@ void rd_prefetch(int fd, uint64_t lo, uint64_t hi, void *scratch,
 		int64_t cached = rd_cached_pages(fd, off, end);
 		uint64_t pages = pages_in(off, end);
 		if (cached < 0 || (uint64_t)cached < pages) {
+			hint(fd, off, end);
 			uint64_t done = 0;
 			while (off + done < end) {
 				ssize_t n = pread(fd, scratch, (size_t)(end - off - done),

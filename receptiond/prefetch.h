@@ -6,9 +6,9 @@
  * only pread on a private open file description (the passed fd reopened
  * through /proc/self/fd, with POSIX_FADV_RANDOM so the kernel reads
  * exactly the pieces asked for), so the program's own offset and
- * readahead state are never touched; readahead(2) and WILLNEED are not
- * used because the kernel caps them per call and cannot promise the whole
- * window is resident when they return.
+ * readahead state are never touched.  readahead(2) and WILLNEED are at
+ * most hints here (the kernel caps them per call and they return before
+ * the data is in memory); the pread is what guarantees residency.
  */
 #ifndef RD_PREFETCH_H
 #define RD_PREFETCH_H
@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #define RD_PIECE (1u << 20)   /* largest single pread */
+#define RD_HINT  (128u << 10) /* WILLNEED hints per call (see prefetch.c) */
 
 /* The window to read for asked range [lo, hi): [lo, max(hi, lo+size)),
  * clipped at end of file.  Pure, for unit tests. */

@@ -324,6 +324,27 @@ static int check_head(struct run *r, struct sess *s, const struct http_head *h)
 	return 0;
 }
 
+/* content_check, a word at a time where the offset is 8-aligned: the
+ * client checks every byte at hundreds of MB/s, so this is its hot loop. */
+static long check_bytes(uint64_t seed, uint64_t off, const char *p, size_t len)
+{
+	size_t i = (8 - (off & 7)) & 7;
+	long bad;
+	if (i > len)
+		i = len;
+	if (i && (bad = content_check(seed, off, p, i)) >= 0)
+		return bad;
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		if (w != content_mix(seed + ((off + i) >> 3)))
+			return (long)i + content_check(seed, off + i, p + i, 8);
+	}
+	if (i < len && (bad = content_check(seed, off + i, p + i, len - i)) >= 0)
+		return (long)i + bad;
+	return -1;
+}
+
 /* Feed received bytes to the response parser; -1 if the session ended. */
 static int sess_consume(struct run *r, struct sess *s, const char *p, size_t n, int64_t now)
 {
@@ -361,7 +382,7 @@ static int sess_consume(struct run *r, struct sess *s, const char *p, size_t n, 
 			continue;
 		}
 		size_t m = n < s->body_left ? n : (size_t)s->body_left;
-		long bad = content_check(s->v->seed, s->body_off, p, m);
+		long bad = check_bytes(s->v->seed, s->body_off, p, m);
 		if (bad >= 0) {
 			sess_fail(r, s, VL_ERR_INTEGRITY, "%s offset %llu: wrong byte", s->v->name,
 				  (unsigned long long)(s->body_off + (uint64_t)bad));

@@ -2,13 +2,16 @@
  * policy_fixed.c - the paper's policy: one prefetch size for every request
  * on the device.  The size is the library's own (LIBCEPTION_PREFETCH,
  * sent with each request) when it gives one, else `fixed:SIZE`, else the
- * daemon's --prefetch.
+ * daemon's --prefetch.  `fixed:SIZE,parallel=N` (or `fixed:parallel=N`)
+ * lets N reads run at once on the device instead of one, for devices
+ * where concurrent reads are faster (flash) and for experiments.
  */
 #include "json.h"
 #include "policy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct fixed {
 	uint64_t size;
@@ -23,10 +26,24 @@ static int fixed_init(struct rd_policy *p, char *err, size_t errlen)
 		return -1;
 	}
 	f->size = p->dev->default_size;
-	if (p->dev->args[0] && rd_parse_size(p->dev->args, &f->size)) {
-		snprintf(err, errlen, "policy fixed: \"%s\" is not a size", p->dev->args);
-		free(f);
-		return -1;
+	char args[192];
+	snprintf(args, sizeof args, "%s", p->dev->args);
+	char *save = NULL;
+	for (char *tok = strtok_r(args, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		unsigned n;
+		char extra;
+		if (strncmp(tok, "parallel=", 9) == 0) {
+			if (sscanf(tok + 9, "%u%c", &n, &extra) != 1 || n < 1 || n > 64) {
+				snprintf(err, errlen, "policy fixed: \"%s\": parallel must be 1 to 64", tok);
+				free(f);
+				return -1;
+			}
+			p->concurrency = n;
+		} else if (rd_parse_size(tok, &f->size)) {
+			snprintf(err, errlen, "policy fixed: \"%s\" is not a size or parallel=N", tok);
+			free(f);
+			return -1;
+		}
 	}
 	f->last = f->size;
 	p->priv = f;

@@ -237,3 +237,41 @@ def test_two_programs_are_serialized(need_library, receptiond, scratch):
     dev = receptiond.device()
     assert dev["inflight_max"] == 1
     assert dev["bytes_read"] == 64 * MiB and dev["reads"] == 32
+
+
+def test_parallel_reads_when_the_policy_allows(make_daemon, scratch):
+    """A policy may let a device run several reads at once (flash); the
+    daemon then starts that many workers and they overlap."""
+    d = make_daemon(["--policy", "fixed:2M,parallel=4"])
+    files = [make_cold_file(str(scratch / f"p{i}"), 32 * MiB, seed=i) for i in range(8)]
+    errors = []
+
+    def client(path):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+            with d.connect() as s:
+                for k in range(16):
+                    r = lcd.ensure(s, fd, k * 2 * MiB, 4096, req_id=k + 1)
+                    assert r["status"] == lcd.ST_OK and r["bytes_read"] == 2 * MiB, r
+            os.close(fd)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    # Stop the daemon while the clients queue up so the workers find a
+    # full queue when it resumes.
+    d.signal(signal.SIGSTOP)
+    threads = [threading.Thread(target=client, args=(p,)) for p in files]
+    try:
+        for t in threads:
+            t.start()
+        import time
+        time.sleep(0.2)
+    finally:
+        d.signal(signal.SIGCONT)
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    dev = d.device()
+    assert dev["workers"] == 4 and dev["policy"]["concurrency"] == 4
+    assert dev["reads"] == 128 and dev["bytes_read"] == 256 * MiB
+    assert 2 <= dev["inflight_max"] <= 4

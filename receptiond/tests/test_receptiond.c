@@ -129,6 +129,15 @@ static void test_policy_specs(void)
 	p.ops->destroy(&p);
 	info.args = "lots";
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "not a size"));
+	info.args = "1M,parallel=4";
+	p.concurrency = 1;
+	CHECK(p.ops->init(&p, err, sizeof err) == 0 && p.concurrency == 4);
+	CHECK(p.ops->size(&p, &r) == 1u << 20);
+	p.ops->destroy(&p);
+	info.args = "parallel=0";
+	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "parallel"));
+	info.args = "parallel=2x";
+	CHECK(p.ops->init(&p, err, sizeof err) == -1);
 }
 
 static void test_json(void)

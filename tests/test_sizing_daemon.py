@@ -1,0 +1,131 @@
+"""The sizing policies inside receptiond, with real programs reading an
+hddsim mount through libception.so: sizes from profiles, slow start, the
+adaptive policy's logged decisions, the accounting in the stats, and bad
+arguments."""
+import hashlib
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("need_library")
+
+
+def videos(mount, n):
+    names = sorted(os.listdir(os.path.join(mount.path, "sd")))[:n]
+    return [f"sd/{name}" for name in names]
+
+
+def cat_all(daemon, mount, names):
+    """cat each file under libception, concurrently; returns their sha256."""
+    procs = [subprocess.Popen(["cat", os.path.join(mount.path, n)], stdout=subprocess.PIPE,
+                              env=daemon.env()) for n in names]
+    sums = []
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0
+        sums.append(hashlib.sha256(out).hexdigest())
+    return sums
+
+
+def expected_sha(mount, name):
+    """What the file holds, read without libception (hddsim's bytes are
+    checked against common/content.h by its own tests)."""
+    with open(os.path.join(mount.path, name), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def policy_of(daemon):
+    return daemon.device()["policy"]
+
+
+def test_competitive_slow_start_and_accounting(make_daemon, sd_mount, profile_dir):
+    d = make_daemon(["--policy", "competitive:switch=20ms,rate=100M"])
+    names = videos(sd_mount, 3)
+    assert cat_all(d, sd_mount, names) == [expected_sha(sd_mount, n) for n in names]
+    log = d.log_text()
+    # 20 ms x 100 MiB/s = 2 MiB
+    assert re.search(r"receptiond: competitive fuse-\S+: size 2\.00M = switch 20\.00 ms x "
+                     r"104\.9 MB/s \(arguments\); slow start on from 64K; 1 read at once", log), log
+    p = policy_of(d)
+    assert p["name"] == "competitive" and p["size"] == 2 << 20
+    assert p["windows_slow_start"] >= 3 * 5      # 64K..1M doubling, per stream
+    assert p["windows_full"] > 0
+    acct = p["accounting"]["total"]
+    total = sum(os.path.getsize(os.path.join(sd_mount.path, n)) for n in names)
+    # Consumed: everything the three readers went through.
+    assert total - 3 * (2 << 20) <= acct["demanded_bytes"] <= total
+    assert acct["read_bytes"] >= acct["demanded_bytes"] - 3 * (2 << 20)
+    assert 0 < acct["useful_bytes"] <= acct["prefetched_bytes"]
+    assert acct["misses"] > 0 and acct["disk_ms_per_mib"] > 0
+
+
+def test_competitive_takes_the_stored_profile(make_daemon, sd_mount, profile_dir):
+    profile = {"version": 1, "rate": 120e6, "switch_s": 0.015, "competitive_size": 1.8e6,
+               "concurrency": 2, "sequential": [{"position": 0.01, "rate": 1}]}
+    with open(profile_dir / f"{sd_mount.bdi}.json", "w", encoding="utf-8") as f:
+        json.dump(profile, f)
+    d = make_daemon(["--policy", "competitive:slowstart=0"])
+    names = videos(sd_mount, 2)
+    assert cat_all(d, sd_mount, names) == [expected_sha(sd_mount, n) for n in names]
+    log = d.log_text()
+    assert f"switch 15.00 ms x 120.0 MB/s ({profile_dir}/{sd_mount.bdi}.json)" in log, log
+    assert "2 reads at once" in log
+    dev = d.device()
+    assert dev["workers"] == 2
+    assert dev["policy"]["windows_slow_start"] == 0
+
+
+def test_adaptive_logs_each_change_with_its_reason(make_daemon, sd_mount, profile_dir):
+    # Short intervals and no light-load hold, so it decides within seconds.
+    d = make_daemon(["--policy", "adaptive:interval=1s,ramp=200ms,busy=0%,start=1M"])
+    names = videos(sd_mount, 60)
+    stop = threading.Event()
+    errors = []
+
+    def readers():
+        i = 0
+        while not stop.is_set():
+            try:
+                cat_all(d, sd_mount, names[i % 60: i % 60 + 4])
+            except AssertionError as e:
+                errors.append(e)
+                return
+            i += 4
+            sd_mount.drop_cache()
+
+    t = threading.Thread(target=readers)
+    t.start()
+    change = re.compile(r"receptiond: adaptive fuse-\S+: size 1\.00M -> 1\.50M: trying larger "
+                        r"\(unmeasured\): score [0-9.e+]+ here, - smaller, - larger \(busy \d+%, "
+                        r"miss ratio [0-9.]+, [0-9.]+ disk ms/MiB\)")
+    try:
+        deadline = time.monotonic() + 90
+        while not change.search(d.log_text()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        t.join()
+    assert not errors
+    log = d.log_text()
+    assert "adaptive fuse-" in log and "size 1.00M from start argument" in log
+    assert change.search(log), log
+    p = policy_of(d)
+    assert p["changes"] >= 1 and p["decisions"] >= 2
+    assert p["target"] >= 1536 * 1024 and "->" in p["reason"] or p["reason"].startswith("minimum")
+    assert p["scores"], p
+    assert p["parameters"]["interval_s"] == 1.0 and p["parameters"]["busy"] == 0.0
+
+
+def test_bad_policy_arguments_fall_back_to_fixed(make_daemon, sd_mount, profile_dir):
+    d = make_daemon(["--policy", "adaptive:bogus=1"])
+    names = videos(sd_mount, 1)
+    assert cat_all(d, sd_mount, names) == [expected_sha(sd_mount, names[0])]
+    log = d.log_text()
+    assert re.search(r"receptiond: device fuse-\S+: policy adaptive: adaptive fuse-\S+: bad "
+                     r"argument \"bogus=1\" .*; using fixed", log), log
+    assert policy_of(d)["name"] == "fixed"

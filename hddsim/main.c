@@ -9,7 +9,6 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +45,7 @@ static void usage(FILE *f)
 		"  --segments N            drive cache segments (default: preset)\n"
 		"  --meta-group BYTES      inode table every BYTES; 0 = no metadata reads (default 134217728)\n"
 		"  --no-allow-other        only the mounting user may read\n"
-		"  --no-realtime           do not run the threads at SCHED_FIFO priority 1\n");
+		"  --no-realtime           do not sleep at SCHED_FIFO priority 1 (wakes may be late)\n");
 }
 
 static int bad(const char *what, const char *val)
@@ -242,16 +241,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": trace \"%s\": %s\n", o.trace, strerror(errno));
 		goto out;
 	}
-	/* Completions are due at exact instants; on a busy machine a normal
-	 * thread wakes milliseconds late.  The threads mostly sleep, so the
-	 * lowest real-time priority costs others little.  Threads inherit it. */
-	if (o.realtime) {
-		struct sched_param sp = { .sched_priority = 1 };
-		if (sched_setscheduler(0, SCHED_FIFO, &sp))
-			fprintf(stderr, PROG ": warning: no real-time priority (%s); lateness may grow\n",
-				strerror(errno));
-	}
-	if (sched_start(&h.sched, &d, trace, err, sizeof err)) {
+	if (sched_start(&h.sched, &d, trace, o.realtime, err, sizeof err)) {
 		fprintf(stderr, PROG ": %s\n", err);
 		goto out;
 	}

@@ -2,6 +2,7 @@
 #include "sched.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,12 @@ static void *actuator(void *arg)
 	return NULL;
 }
 
+static void set_realtime(int on)
+{
+	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
+	pthread_setschedparam(pthread_self(), on ? SCHED_FIFO : SCHED_OTHER, &sp);
+}
+
 static void snapshot(struct sched *s, int64_t now)
 {
 	if (now - s->cur.t < 1000000000)
@@ -116,8 +123,13 @@ void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta)
 	int64_t now = 0;
 	if (req.taken) {
 		pthread_mutex_unlock(&s->lock);
+		/* Real-time only while sleeping: wake on time, then give way. */
+		if (s->realtime)
+			set_realtime(1);
 		sleep_until(req.done_at);
 		now = sched_now();
+		if (s->realtime)
+			set_realtime(0);
 		pthread_mutex_lock(&s->lock);
 		req.done = 1;
 	}
@@ -156,7 +168,8 @@ void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta)
 	pthread_cond_destroy(&req.cv);
 }
 
-int sched_start(struct sched *s, const struct drive *d, FILE *trace, char *err, size_t errlen)
+int sched_start(struct sched *s, const struct drive *d, FILE *trace, int realtime,
+		char *err, size_t errlen)
 {
 	memset(s, 0, sizeof *s);
 	if (model_init(&s->m, d, err, errlen))
@@ -166,6 +179,7 @@ int sched_start(struct sched *s, const struct drive *d, FILE *trace, char *err, 
 	hist_init(&s->lateness);
 	hist_init(&s->service_hist);
 	s->trace = trace;
+	s->realtime = realtime;
 	s->t0 = s->model_t = sched_now();
 	s->cur.t = s->prev.t = s->t0;
 	if (trace)
@@ -173,6 +187,11 @@ int sched_start(struct sched *s, const struct drive *d, FILE *trace, char *err, 
 	if (pthread_create(&s->thread, NULL, actuator, s)) {
 		snprintf(err, errlen, "cannot start the actuator thread");
 		return -1;
+	}
+	if (realtime) {
+		struct sched_param sp = { .sched_priority = 1 };
+		if (pthread_setschedparam(s->thread, SCHED_FIFO, &sp))
+			s->realtime = 0;
 	}
 	return 0;
 }

@@ -37,6 +37,7 @@ struct sched {
 	int64_t         model_t;  /* when the drive is next free */
 	int64_t         t0;       /* mount time */
 	FILE           *trace;
+	int             realtime; /* wake callers at SCHED_FIFO priority */
 	/* counters */
 	uint64_t reads, bytes, hits, continued, meta_reads;
 	uint64_t busy, service, wait, seek_total;
@@ -44,7 +45,11 @@ struct sched {
 	struct sched_snap prev, cur; /* last two one-second snapshots */
 };
 
-int  sched_start(struct sched *s, const struct drive *d, FILE *trace, char *err, size_t errlen);
+/* realtime: callers and the actuator sleep at SCHED_FIFO priority 1 and
+ * run at normal priority otherwise (content generation and copying stay
+ * out of the real-time class).  Without permission it is a no-op. */
+int  sched_start(struct sched *s, const struct drive *d, FILE *trace, int realtime,
+		 char *err, size_t errlen);
 void sched_stop(struct sched *s);
 
 /* Read platter bytes [pos, pos+len): returns when the modelled drive has

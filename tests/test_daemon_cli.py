@@ -167,10 +167,15 @@ def test_python_start_stop_foreground(daemon_dir):
     """daemon.start/stop as the benchmark harness uses them, with the
     in_cgroup hook seeing the daemon's pid before it serves."""
     path = os.path.join(daemon_dir, "py.sock")
-    seen = []
-    proc = lcd.start(path, detached=False, in_cgroup=seen.append, args=["--prefetch", "1M"])
+    seen = os.path.join(daemon_dir, "seen")
+
+    def hook(pid):   # runs in the child before exec
+        with open(seen, "w") as f:
+            f.write(str(pid))
+    proc = lcd.start(path, detached=False, in_cgroup=hook, args=["--prefetch", "1M"])
     try:
-        assert seen == [proc.pid]
+        with open(seen) as f:
+            assert int(f.read()) == proc.pid
         st = lcd.stats(path)
         assert st["pid"] == proc.pid and st["prefetch"] == 1 << 20
         assert lcd.stop(path) is True
@@ -179,3 +184,15 @@ def test_python_start_stop_foreground(daemon_dir):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_detached_daemon_lands_in_the_cgroup(daemon_dir, harness_cgroup):
+    """The hook runs before the daemon forks, so the detached daemon (a
+    grandchild) is in the group too, and so is the memory it reads."""
+    path = os.path.join(daemon_dir, "cg.sock")
+    g = harness_cgroup(256 << 20)
+    pid = lcd.start(path, detached=True, in_cgroup=g.add)
+    try:
+        assert pid in g.pids()
+    finally:
+        lcd.stop(path)

@@ -171,9 +171,10 @@ def start(path=None, detached=True, args=(), in_cgroup=None, log=None, env=None,
     detached: it daemonizes and this returns once it listens (the pid it
     reports in stats is the daemon's).  Not detached: it runs in the
     foreground as a child; returns the Popen once it listens.
-    in_cgroup: a function called with the child's pid right after it is
-    created (e.g. to move it into a memory cgroup before it reads anything)
-    or None.  Returns the daemon's pid (detached) or the Popen.
+    in_cgroup: a function called with the child's pid in the child itself,
+    between fork and exec (e.g. cgroup.MemoryGroup.add), so the daemon and
+    everything it forks and reads is charged there from the start; or None.
+    Returns the daemon's pid (detached) or the Popen.
     """
     path = socket_path(path)
     cmd = [binary or receptiond_path(), "--socket", path]
@@ -182,10 +183,9 @@ def start(path=None, detached=True, args=(), in_cgroup=None, log=None, env=None,
     cmd += list(args)
     if not detached:
         cmd.append("--foreground")
+    preexec = (lambda: in_cgroup(os.getpid())) if in_cgroup else None
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE if detached else None)
-    if in_cgroup:
-        in_cgroup(proc.pid)   # the daemon forks from here, children inherit it
+                            stderr=subprocess.PIPE if detached else None, preexec_fn=preexec)
     if detached:
         _, err = proc.communicate(timeout=30)
         if proc.returncode != 0:

@@ -28,6 +28,9 @@ def add_arguments(p):
                    help="keep the points already in DIR/SCENARIO.json and measure the rest")
     p.add_argument("--duration", type=float, metavar="S",
                    help="seconds per vidload probe (default: the scenario's; 100 s full, 20 s quick)")
+    p.add_argument("--only", metavar="LIST",
+                   help="comma-separated names; run only the parts of the scenario whose "
+                        "name contains one (e.g. --only nginx)")
     p.add_argument("--port", type=int, default=18700, help="web server port (default 18700)")
 
 
@@ -87,6 +90,7 @@ def main(args):
         with cleanup.Cleanup(prog=PROG) as c:
             rig = Rig(args.scenario, out, c, prog, res, port=args.port, log=log)
             rig.log_plain = log_plain
+            rig.only = [o for o in (args.only or "").split(",") if o]
             rc = mod.run(rig, settings)
     except (KeyboardInterrupt, cleanup.Interrupted):
         print(f"{PROG}: interrupted; cleaned up; rerun with --resume --out {out} to continue",

@@ -21,8 +21,9 @@ MODES = {
     "libception": "prefetch+serialize",
     "serialize": "serialize",
     "prefetch": "prefetch",
+    "track": "track",          # only count and time calls (for latency CDFs)
 }
-DAEMON_MODES = {"libception", "serialize"}
+DAEMON_MODES = {"libception", "serialize", "track"}
 
 
 def library_bytes(path):
@@ -50,6 +51,11 @@ class Rig:
         self.work = os.path.join(out, "work")
         os.makedirs(self.work, exist_ok=True)
         self.lib_so = os.path.join(daemon.prefix(), "lib", "libception.so")
+        self.only = []
+
+    def wants(self, label):
+        """Whether --only lets configuration `label` run."""
+        return not self.only or any(o in label for o in self.only)
 
     # --- one configuration ---------------------------------------------------
     def setup(self, cfg, tag):
@@ -60,16 +66,24 @@ class Rig:
         c = self.cleanup
         base = os.path.join(self.work, tag)
         os.makedirs(base, exist_ok=True)
-        # One mount per configuration: a fresh mount starts with a cold page cache.
+        # One mount per configuration: a fresh mount starts with a cold page
+        # cache.  cfg["mounts"] (two disks): several mounts under one docroot.
         docroot = cfg.get("docroot")
         if docroot is None:
-            mount_opts = {k: v for k, v in (cfg.get("hddsim") or {}).items()}
-            h.mount = hddsim.Mount(os.path.join(base, "mnt"), cfg.get("drive", "wd-red"),
-                                   cfg["library"], **mount_opts)
-            h.handles.append(c.push(f"unmount {h.mount.path}", h.mount.unmount))
-            if cfg.get("read_ahead_kb") is not None:
-                h.mount.read_ahead_kb = cfg["read_ahead_kb"]
-            docroot = h.mount.path
+            specs = cfg.get("mounts") or [{"name": None, "library": cfg["library"]}]
+            root = os.path.join(base, "root")
+            for spec in specs:
+                where = os.path.join(root, spec["name"]) if spec["name"] else \
+                    os.path.join(base, "mnt")
+                m = hddsim.Mount(where, spec.get("drive", cfg.get("drive", "wd-red")),
+                                 spec["library"], **(spec.get("hddsim", cfg.get("hddsim")) or {}))
+                h.handles.append(c.push(f"unmount {m.path}", m.unmount))
+                h.mounts.append(m)
+                ra = spec.get("read_ahead_kb", cfg.get("read_ahead_kb"))
+                if ra is not None:
+                    m.read_ahead_kb = ra
+            docroot = root if cfg.get("mounts") else h.mounts[0].path
+        h.docroot = docroot
         h.group = cgroup.MemoryGroup(f"bench-{os.getpid()}-{tag}", cfg.get("memory_limit"))
         h.group.create()
         h.handles.append(c.push(f"remove cgroup {h.group.path}", h.group.destroy))
@@ -104,8 +118,11 @@ class Rig:
     def snapshot(self, h):
         """Counters before/after a probe: disk and daemon."""
         snap = {}
-        if h.mount is not None:
-            snap["disk"] = h.mount.stats()
+        if h.mounts:
+            disks = [m.stats() for m in h.mounts]
+            snap["disks"] = disks
+            snap["disk"] = {k: sum(d.get(k, 0) for d in disks)
+                            for k in ("bytes", "busy_s", "reads")}
         if h.daemon is not None:
             try:
                 snap["daemon"] = daemon.stats(h.socket)
@@ -132,16 +149,45 @@ class Rig:
 
 
 class _Handle:
+    """What setup() brought up for one configuration."""
+
+    @property
+    def mount(self):
+        return self.mounts[0] if self.mounts else None
+
+    def drop_cache(self):
+        """Evict the served files from the page cache (every probe starts
+        cold, whatever ran before it)."""
+        if self.mounts:
+            for m in self.mounts:
+                m.drop_cache()
+        elif self.docroot:
+            drop_tree_cache(self.docroot)
+
     def __init__(self, cfg, tag):
         self.cfg = cfg
         self.tag = tag
-        self.mount = None
+        self.mounts = []
+        self.docroot = None
         self.group = None
         self.daemon = None
         self.socket = None
         self.server = None
         self.url = None
         self.handles = []
+
+
+def drop_tree_cache(root):
+    for d, _, files in os.walk(root):
+        for f in files:
+            try:
+                fd = os.open(os.path.join(d, f), os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
 
 
 def _stop_daemon(proc):

@@ -10,6 +10,8 @@ until a rate fails (or passes), then bisect until the bracket is within
 repeat against the running server, after dropping the mount's page cache
 so that every probe starts cold whatever ran before it.
 """
+import threading
+
 from .. import vidload
 
 
@@ -20,14 +22,66 @@ def _diff(a, b, key):
         return None
 
 
-def probe(rig, h, cfg, settings, rate, seed):
-    if h.mount is not None:
-        h.mount.drop_cache()
-    before = rig.snapshot(h)
+def _load(h, cfg, settings, rate, seed):
+    """Run vidload at `rate` sessions/s.  cfg["loads"] splits the rate over
+    several libraries served under URL prefixes (two disks: one vidload
+    per disk, run concurrently, results summed)."""
     opts = dict(settings.get("vidload") or {})
-    res = vidload.run(h.url, cfg["vidload_library"] if "vidload_library" in cfg
-                      else cfg["library"], rate, settings["duration"], seed=seed, quiet=True,
-                      **opts)["result"]
+    loads = cfg.get("loads")
+    if not loads:
+        return vidload.run(h.url, cfg["library"], rate, settings["duration"], seed=seed,
+                           quiet=True, **opts)["result"]
+    parts = [None] * len(loads)
+    errors = []
+
+    def one(i, load):
+        try:
+            parts[i] = vidload.run(h.url + load["path"], load["library"],
+                                   round(rate * load["share"], 4), settings["duration"],
+                                   seed=seed + 1000 * i, quiet=True, **opts)["result"]
+        except Exception as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(i, ld)) for i, ld in enumerate(loads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    started = sum(p["started"] for p in parts)
+    failed = sum(p["failed"] for p in parts)
+    hist = max((p["latency_ms"] for p in parts), key=lambda x: x.get("p99", 0))
+    errs = {}
+    for p in parts:
+        for k, v in p["errors"].items():
+            errs[k] = errs.get(k, 0) + v
+    return {"elapsed": max(p["elapsed"] for p in parts), "started": started, "failed": failed,
+            "failed_pct": 100.0 * failed / started if started else 0.0,
+            "achieved_rate": sum(p["achieved_rate"] for p in parts),
+            "mb_per_s": sum(p["mb_per_s"] for p in parts),
+            "max_active": sum(p["max_active"] for p in parts),
+            "latency_ms": hist, "errors": errs,
+            "first_error": next((p["first_error"] for p in parts if p.get("first_error")), ""),
+            "cpu_pct": sum(p.get("cpu_pct") or 0 for p in parts), "parts": parts}
+
+
+def calls_diff(before, after):
+    """Per intercepted call, what happened during the probe: counts and the
+    latency histogram (bucket i: calls under 2^i us), after minus before."""
+    out = {}
+    for name, a in (after.get("calls") or {}).items():
+        b = (before.get("calls") or {}).get(name, {})
+        hist = [x - y for x, y in zip(a.get("hist", []), b.get("hist", [0] * len(a.get("hist", []))))]
+        out[name] = {k: a.get(k, 0) - b.get(k, 0) for k in ("calls", "hits", "bytes")}
+        out[name]["hist"] = hist
+    return out
+
+
+def probe(rig, h, cfg, settings, rate, seed):
+    h.drop_cache()
+    before = rig.snapshot(h)
+    res = _load(h, cfg, settings, rate, seed)
     after = rig.snapshot(h)
     elapsed = res.get("elapsed") or settings["duration"]
     rec = {"rate": rate, "seed": seed, "failed_pct": res["failed_pct"],
@@ -36,6 +90,8 @@ def probe(rig, h, cfg, settings, rate, seed):
            "max_active": res["max_active"], "latency_ms": res["latency_ms"],
            "errors": res["errors"], "first_error": res.get("first_error", ""),
            "vidload_cpu_pct": res.get("cpu_pct")}
+    if "parts" in res:
+        rec["parts"] = res["parts"]
     if "disk" in before and "disk" in after:
         db = _diff(before["disk"], after["disk"], "bytes")
         busy = _diff(before["disk"], after["disk"], "busy_s")
@@ -46,6 +102,8 @@ def probe(rig, h, cfg, settings, rate, seed):
         rec["disk_avg_read_kib"] = db / reads / 1024 if reads else None
     if "daemon" in after:
         rec["daemon_stats"] = after["daemon"]
+        if "daemon" in before:
+            rec["calls"] = calls_diff(before["daemon"], after["daemon"])
     if h.group is not None:
         rec["cgroup_max_usage"] = h.group.max_usage()
         rec["cgroup_limit"] = h.group.limit_bytes

@@ -1,0 +1,48 @@
+"""Ablation (paper Fig. 11): nginx vanilla, serialize only, prefetch only, and both.
+
+Same library, memory limit, drive, seeds and nginx configuration in every
+run; only LIBCEPTION_MODE changes ("serialize": the daemon serializes
+reads at their own size; "prefetch": the library enlarges reads itself,
+in-process, without the daemon; "libception": both).
+"""
+import os
+
+from . import common
+
+CONFIGS = [("vanilla", "vanilla"), ("serialize only", "serialize"),
+           ("prefetch only", "prefetch"), ("serialize + prefetch", "libception")]
+
+
+def settings(quick):
+    tunables, source = common.best_tunables("nginx")
+    return {"library": {"preset": "sd", "count": 60 if quick else 2000, "seed": 1},
+            "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red", "server": "nginx",
+            "tunables": tunables, "tunables_source": source, "prefetch": "2M",
+            "search": common.search_settings(quick, start=2 if quick else 6)}
+
+
+def steps(s):
+    return 6 * len(CONFIGS)
+
+
+def run(rig, s):
+    lib = common.make_library(rig, **s["library"])
+    base = {"server": s["server"], "tunables": s["tunables"], "library": lib,
+            "drive": s["drive"], "memory_limit": common.memory_limit(lib, s["memory_ratio"])}
+    outcomes, rows = {}, []
+    base_rate = None
+    for label, mode in CONFIGS:
+        cfg = {**base, "mode": mode}
+        if mode != "vanilla":
+            cfg["prefetch"] = s["prefetch"]
+        o = rig.max_rate(cfg, label.replace(" ", ""), s["search"], {"config": label})
+        outcomes[label] = o
+        if mode == "vanilla":
+            base_rate = o.get("answer")
+        rows.append(common.row(label, o, base_rate))
+    common.print_table(rows, rig.log_plain)
+    common.plot_rates(os.path.join(rig.out, "ablation-rates.png"), rows,
+                      "nginx: serialization and prefetching (paper Fig. 11)")
+    common.plot_probes(os.path.join(rig.out, "ablation-probes.png"), outcomes,
+                       "failed sessions by offered rate")
+    return 0

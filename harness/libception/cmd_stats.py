@@ -50,6 +50,26 @@ def fmt_us(v):
     return f"{v:.0f}us"
 
 
+def render_accounting(devices):
+    """The sizing policies' accounting (docs/prefetch-sizing.md), for the
+    devices whose policy keeps it."""
+    rows = [(d, d["policy"]["accounting"]["total"]) for d in devices
+            if "accounting" in d.get("policy", {})]
+    if not rows:
+        return []
+    out = ["", f"{'device':<14} {'consumed':>10} {'prefetched':>10} {'useful':>10} {'wasted':>10} "
+               f"{'evicted':>10} {'evict age':>9} {'miss ratio':>10} {'disk ms/MiB':>11}  size now"]
+    for d, a in rows:
+        pol = d["policy"]
+        reason = f" ({pol['reason']})" if pol.get("reason") else ""
+        out.append(f"{d['name']:<14} {human_bytes(a['demanded_bytes']):>10} "
+                   f"{human_bytes(a['prefetched_bytes']):>10} {human_bytes(a['useful_bytes']):>10} "
+                   f"{human_bytes(a['wasted_bytes']):>10} {human_bytes(a['evicted_bytes']):>10} "
+                   f"{a['evict_age_s']:>8.1f}s {a['miss_ratio']:>10.2f} {a['disk_ms_per_mib']:>11.2f}  "
+                   f"{human_bytes(pol['size'])}{reason}")
+    return out
+
+
 def render(st):
     out = []
     out.append(f"receptiond pid {st['pid']}, up {st['uptime_s']:.0f} s, socket {st['socket']}, "
@@ -74,6 +94,7 @@ def render(st):
             f"{100 * d['busy_fraction']:>5.1f}%")
     if not st["devices"]:
         out.append("(no requests yet)")
+    out.extend(render_accounting(st["devices"]))
     out.append("")
     out.append(f"{'call':<16} {'calls':>10} {'hits':>10} {'bytes':>10} "
                f"{'p50':>8} {'p90':>8} {'p99':>8}   (latency: upper bound of the 2^i us bucket)")

@@ -73,6 +73,7 @@ struct sz_stream {
 	uint64_t win_lo, win_hi;        /* speculative part: beyond what was asked */
 	uint64_t win_ns;                /* when it became resident */
 	uint64_t win_evicted;           /* bytes of it seen evicted so far */
+	uint64_t win_dropped;           /* bytes of it dropped (no shadow entry) */
 	uint64_t reach;                 /* end of the furthest window the library
 	                                   was told is resident: it asks next there */
 	int fd;                         /* dup of the file for residency checks, -1 */
@@ -136,6 +137,8 @@ struct sz_counters {
 	uint64_t evictions;        /* windows in which an eviction was seen */
 	uint64_t evict_age_ns;     /* sum over those of prefetch-to-eviction time */
 	uint64_t reread;           /* bytes read again inside an earlier window */
+	uint64_t dropped;          /* prefetched bytes dropped unused without
+	                              reclaim (fadvise, drop_caches) */
 	uint64_t disk_ns;          /* time the workers spent reading */
 };
 
@@ -173,8 +176,10 @@ void sz_figures(const struct sz_counters *c, uint64_t len_ns, unsigned concurren
                 struct sz_figures *f);
 void sz_account_describe(const struct sz_account *a, struct rd_json *j, uint64_t now);
 
-/* Residency of [off, off+len) of fd in pages (cachestat); -1 on failure. */
+/* Residency of [off, off+len) of fd in pages (cachestat); -1 on failure.
+ * sz_residency also gives the pages evicted by reclaim (shadow entries). */
 long sz_resident_pages(int fd, uint64_t off, uint64_t len);
+long sz_residency(int fd, uint64_t off, uint64_t len, long *evicted);
 
 /* ---- what every sizing policy has (sizing_base.c) ---- */
 

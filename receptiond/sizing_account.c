@@ -7,8 +7,11 @@
  * stream later asks into it, wasted as far as the stream ended before.
  * Prefetch evictions come from the kernel: each stream's outstanding
  * window is re-checked with cachestat(2) on a dup of its file, and pages
- * of it not yet asked for that are no longer resident were evicted unused;
- * a miss inside an earlier window (a re-read) is counted too.
+ * of it not yet asked for that are no longer resident, with a shadow entry
+ * left by reclaim (nr_evicted), were evicted unused; a miss inside an
+ * earlier window (a re-read) is counted too.  Pages gone without a shadow
+ * entry were dropped on purpose (fadvise, drop_caches) and are counted
+ * apart.
  */
 #include "sizing.h"
 #include "json.h"
@@ -32,10 +35,17 @@ struct sz_cachestat {
 
 long sz_resident_pages(int fd, uint64_t off, uint64_t len)
 {
+	long evicted;
+	return sz_residency(fd, off, len, &evicted);
+}
+
+long sz_residency(int fd, uint64_t off, uint64_t len, long *evicted)
+{
 	struct sz_cachestat_range r = { off, len };
 	struct sz_cachestat cs;
 	if (syscall(__NR_cachestat, fd, &r, &cs, 0) < 0)
 		return -1;
+	*evicted = (long)cs.nr_evicted;
 	return (long)cs.nr_cache;
 }
 
@@ -143,6 +153,7 @@ struct sz_stream *sz_account_observe(struct sz_account *a, struct sz_streams *t,
 			s->win_hi = s->win_lo;
 		s->win_ns = now;
 		s->win_evicted = 0;
+		s->win_dropped = 0;
 		/* Keep a dup of the file for residency re-checks, within a budget
 		 * of descriptors. */
 		if (s->fd < 0 && a->cachestat_ok && c->fd >= 0 && t->tracked_fds < t->max_fds) {
@@ -169,7 +180,8 @@ void sz_account_recheck(struct sz_account *a, struct sz_streams *t, uint64_t now
 		if (s->win_hi <= lo)
 			continue;
 		uint64_t len = s->win_hi - lo;
-		long pages = sz_resident_pages(s->fd, lo, len);
+		long shadows;
+		long pages = sz_residency(s->fd, lo, len, &shadows);
 		a->rechecks++;
 		if (pages < 0) {
 			if (errno == ENOSYS || errno == EPERM) {
@@ -178,17 +190,26 @@ void sz_account_recheck(struct sz_account *a, struct sz_streams *t, uint64_t now
 			}
 			continue;
 		}
+		/* Pages of the window gone from the cache: evicted by reclaim if
+		 * the kernel left a shadow entry for them (cachestat's
+		 * nr_evicted), else dropped on purpose (POSIX_FADV_DONTNEED,
+		 * drop_caches), which is no sign of memory pressure. */
 		uint64_t want = (len + SZ_PAGE - 1) / SZ_PAGE;
-		uint64_t gone = (uint64_t)pages < want ? (want - (uint64_t)pages) * SZ_PAGE : 0;
-		if (gone > len)
-			gone = len;
-		if (gone > s->win_evicted) {
+		uint64_t gone = (uint64_t)pages < want ? want - (uint64_t)pages : 0;
+		uint64_t reclaimed = (uint64_t)shadows < gone ? (uint64_t)shadows : gone;
+		uint64_t ev = reclaimed * SZ_PAGE > len ? len : reclaimed * SZ_PAGE;
+		uint64_t dropped = (gone - reclaimed) * SZ_PAGE;
+		if (dropped > s->win_dropped) {
+			ADD(a, dropped, dropped - s->win_dropped);
+			s->win_dropped = dropped;
+		}
+		if (ev > s->win_evicted) {
 			if (!s->win_evicted) {
 				ADD(a, evictions, 1);
 				ADD(a, evict_age_ns, now - s->win_ns);
 			}
-			ADD(a, evicted, gone - s->win_evicted);
-			s->win_evicted = gone;
+			ADD(a, evicted, ev - s->win_evicted);
+			s->win_evicted = ev;
 		}
 	}
 }
@@ -234,6 +255,7 @@ static void counters_json(struct rd_json *j, const char *key, const struct sz_co
 	rd_json_u64(j, "evicted_bytes", c->evicted);
 	rd_json_u64(j, "evicted_windows", c->evictions);
 	rd_json_u64(j, "reread_bytes", c->reread);
+	rd_json_u64(j, "dropped_bytes", c->dropped);
 	rd_json_dbl(j, "evict_age_s", f.evict_age_s);
 	rd_json_dbl(j, "miss_ratio", f.miss_ratio);
 	rd_json_dbl(j, "busy", f.busy);

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 
@@ -129,3 +130,39 @@ def test_bad_policy_arguments_fall_back_to_fixed(make_daemon, sd_mount, profile_
     assert re.search(r"receptiond: device fuse-\S+: policy adaptive: adaptive fuse-\S+: bad "
                      r"argument \"bogus=1\" .*; using fixed", log), log
     assert policy_of(d)["name"] == "fixed"
+
+
+SLOW_READER = """
+import sys, time
+with open(sys.argv[1], "rb") as f:
+    for _ in range(int(sys.argv[2])):
+        if not f.read(65536):
+            break
+        time.sleep(0.05)
+"""
+
+
+def test_reclaim_of_prefetched_windows_counts_as_eviction(make_daemon, sd_mount, profile_dir,
+                                                          harness_cgroup):
+    """Whole-file windows for 8 slow readers under a 40 MiB memory limit:
+    reclaim evicts prefetched pages before the readers get to them, and the
+    residency re-checks see it (cachestat shadow entries)."""
+    group = harness_cgroup(40 << 20)
+    d = make_daemon(["--policy", "bitrate:scale=none,size=64M"])
+    group.add(d.proc.pid)
+    sizes = {n: os.path.getsize(os.path.join(sd_mount.path, n)) for n in videos(sd_mount, 60)}
+    largest = sorted(sizes, key=sizes.get)[-8:]
+    procs = [subprocess.Popen([sys.executable, "-c", SLOW_READER,
+                               os.path.join(sd_mount.path, n), "60"], env=d.env())
+             for n in largest]
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+    time.sleep(2.5)   # two re-check ticks
+    acct = policy_of(d)["accounting"]["total"]
+    print({k: acct[k] for k in ("prefetched_bytes", "evicted_bytes", "evicted_windows",
+                                "evict_age_s", "dropped_bytes", "reread_bytes", "useful_bytes",
+                                "wasted_bytes", "miss_ratio")})
+    assert acct["prefetched_bytes"] > 80 << 20, acct
+    assert acct["evicted_bytes"] > 0 and acct["evicted_windows"] > 0, acct
+    assert acct["evict_age_s"] > 0
+    assert acct["evicted_bytes"] <= acct["prefetched_bytes"]

@@ -21,7 +21,7 @@ MIB = 2**20
 def settings(quick):
     return {"source": "/usr/lib/python3.11", "subdir": "email" if quick else None,
             "change_every": 50, "drive": "wd-red", "memory_limit": 64 * MIB,
-            "prefetch": "2M", "repeats": 1 if quick else 2}
+            "prefetch": "2M", "repeats": 1 if quick else 3}
 
 
 def steps(s):

@@ -99,6 +99,8 @@ class Rig:
             args = []
             if cfg.get("prefetch") is not None:
                 args += ["--prefetch", str(cfg["prefetch"])]
+            if cfg.get("policy"):   # a sizing policy (docs/prefetch-sizing.md)
+                args += ["--policy", str(cfg["policy"])]
             h.daemon = daemon.start(h.socket, detached=False, in_cgroup=h.group.add,
                                     log=os.path.join(base, "receptiond.log"), args=args)
             h.handles.append(c.push("stop receptiond", lambda: _stop_daemon(h.daemon)))
@@ -208,6 +210,8 @@ def describe(cfg):
     parts = [cfg.get("server", "nginx"), cfg.get("mode", "vanilla")]
     if cfg.get("prefetch") is not None:
         parts.append(f"prefetch {cfg['prefetch']}")
+    if cfg.get("policy"):
+        parts.append(f"policy {cfg['policy']}")
     if cfg.get("read_ahead_kb") is not None:
         parts.append(f"read_ahead_kb {cfg['read_ahead_kb']}")
     for k, v in (cfg.get("hddsim") or {}).items():

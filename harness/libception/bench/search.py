@@ -78,10 +78,24 @@ def calls_diff(before, after):
     return out
 
 
+def _check_alive(h):
+    """A probe against a vanished mount or server measures nothing: stop."""
+    for m in h.mounts:
+        if m.proc is None or m.proc.poll() is not None:
+            err = ""
+            if m.proc is not None and m.proc.stderr:
+                err = m.proc.stderr.read().strip().splitlines()[-1:] or ""
+            raise RuntimeError(f"hddsim at {m.path} exited during the probe "
+                               f"(status {m.proc.returncode if m.proc else '?'}) {err}")
+    if h.server.proc is None or h.server.proc.poll() is not None:
+        raise RuntimeError(f"{h.server.name} exited during the probe: {h.server.log_tail()}")
+
+
 def probe(rig, h, cfg, settings, rate, seed):
     h.drop_cache()
     before = rig.snapshot(h)
     res = _load(h, cfg, settings, rate, seed)
+    _check_alive(h)
     after = rig.snapshot(h)
     elapsed = res.get("elapsed") or settings["duration"]
     rec = {"rate": rate, "seed": seed, "failed_pct": res["failed_pct"],

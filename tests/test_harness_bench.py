@@ -1,0 +1,119 @@
+"""`libception bench`: the demo pipeline end to end on a tiny library
+(hddsim, cgroup, receptiond, nginx, vidload), resume, and teardown when
+interrupted.  Numbers from --quick runs are not meaningful; these tests
+check the machinery, not the gain."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import bin_path
+
+LIBCEPTION = bin_path("libception")
+
+
+def _leftovers(out, pid):
+    """Mounts under `out`, cgroups of run `pid`, processes using `out`."""
+    mounts = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if line.split()[4].startswith(str(out)):
+                mounts.append(line.split()[4])
+    base = "/sys/fs/cgroup/memory/libception"
+    groups = [g for g in os.listdir(base) if g.startswith(f"bench-{pid}-")] \
+        if os.path.isdir(base) else []
+    procs = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                cmd = open(f"/proc/{d}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if str(out) in cmd:
+                procs.append(cmd)
+    return mounts, groups, procs
+
+
+@pytest.fixture
+def bench_out(scratch):
+    out = scratch / "bench-out"
+    yield out
+    # Belt and braces: never leave a mount behind, even if the test failed.
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4]
+            if mp.startswith(str(out)):
+                subprocess.run(["fusermount3", "-uz", mp], check=False)
+
+
+def test_demo_quick_end_to_end_then_resume(bench_out, harness_port):
+    cmd = [LIBCEPTION, "bench", "demo", "--quick", "--duration", "4", "--out", str(bench_out),
+           "--port", str(harness_port)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "nginx vanilla" in p.stdout and "nginx libception" in p.stdout
+    assert all(line.startswith("libception bench:") for line in p.stderr.splitlines())
+    data = json.loads((bench_out / "demo.json").read_text())
+    assert data["schema"] == "libception-bench" and data["version"] == 1
+    assert data["settings"]["memory_ratio"] == 1 / 32
+    runs = {r["point"]["config"]: r for r in data["runs"]}
+    assert set(runs) == {"nginx vanilla", "nginx libception"}
+    for r in runs.values():
+        assert r["probes"], r
+        for probe in r["probes"]:
+            assert probe["errors"]["integrity"] == 0
+            assert probe["cgroup_max_usage"] <= probe["cgroup_limit"]
+            assert probe["disk_mb_per_s"] is not None
+    # receptiond ran inside the cgroup and really prefetched for nginx.
+    lc = runs["nginx libception"]["probes"][0]
+    dev = lc["daemon_stats"]["devices"]
+    assert dev and sum(d["bytes_read"] for d in dev) > 0
+    for png in ("demo-rates.png", "demo-probes.png"):
+        assert (bench_out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert _leftovers(bench_out, "") [0] == []
+    # Resume: every point is already there, nothing is measured again.
+    p2 = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=120)
+    assert p2.returncode == 0, p2.stderr[-2000:]
+    assert p2.stderr.count("skip ") == 2
+    assert "setting up" not in p2.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_bench_leaves_nothing_behind(bench_out, harness_port, sig):
+    p = subprocess.Popen([LIBCEPTION, "bench", "demo", "--quick", "--duration", "60",
+                          "--out", str(bench_out), "--port", str(harness_port)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        for line in p.stderr:
+            if "sessions/s for" in line or time.monotonic() > deadline:
+                break
+        # Mid-probe: mount, cgroup, nginx and vidload are all up.
+        mounts, groups, procs = _leftovers(bench_out, p.pid)
+        assert mounts and groups and procs
+        p.send_signal(sig)
+        rest = p.stderr.read()
+        assert p.wait(timeout=60) == 130, rest
+        assert "interrupted" in rest
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    time.sleep(0.5)
+    assert _leftovers(bench_out, p.pid) == ([], [], [])
+
+
+def test_usage_and_bad_resume(bench_out, scratch):
+    p = subprocess.run([LIBCEPTION, "bench", "nosuch"], capture_output=True, text=True)
+    assert p.returncode == 2
+    bench_out.mkdir()
+    (bench_out / "ablation.json").write_text(json.dumps(
+        {"schema": "libception-bench", "version": 1, "scenario": "demo", "runs": []}))
+    p = subprocess.run([LIBCEPTION, "bench", "ablation", "--quick", "--resume", "--out",
+                        str(bench_out)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    assert p.stderr.startswith("libception bench: ") and "scenario" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1

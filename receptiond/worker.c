@@ -61,12 +61,16 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 		lo = hi;
 	int no_prefetch = (m->flags & LC_F_NO_PREFETCH) != 0;
 
-	/* A hit: nothing to read, say how far the cached run goes. */
-	if (rd_is_resident(fd, lo, hi) == 1) {
-		uint64_t want = no_prefetch ? 0 : (m->prefetch ? m->prefetch : rd_cfg.prefetch);
-		uint64_t wlo, whi;
-		rd_window(lo, hi, want, size, &wlo, &whi);
-		whi = rd_resident_end(fd, lo, hi, whi);
+	/* A hit: nothing to read, say how far the cached run goes.  The
+	 * common hit lies in a window prefetched earlier, so one cachestat
+	 * of the whole window usually settles both questions. */
+	uint64_t want = no_prefetch ? 0 : (m->prefetch ? m->prefetch : rd_cfg.prefetch);
+	uint64_t wlo, whi;
+	rd_window(lo, hi, want, size, &wlo, &whi);
+	int whole = rd_is_resident(fd, lo, whi) == 1;
+	if (whole || rd_is_resident(fd, lo, hi) == 1) {
+		if (!whole)
+			whi = rd_resident_end(fd, lo, hi, whi);
 		struct rd_completion comp = {
 			.req = { .dev = st->st_dev, .ino = st->st_ino, .file_size = size,
 			         .offset = lo, .length = hi - lo, .client_size = m->prefetch,

@@ -99,7 +99,7 @@ def test_daemon_killed_mid_run(need_library, receptiond, cold):
     f, want = cold
 
     def kill():
-        assert receptiond.device()["reads"] == 1     # it was serving us
+        assert receptiond.device()["reads"] >= 1     # it was serving us
         receptiond.proc.kill()
         receptiond.proc.wait(timeout=20)
     rc, out = run_reader(receptiond.env(), f, kill)

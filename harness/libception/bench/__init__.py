@@ -9,7 +9,7 @@ A scenario module has a docstring (first line: its summary), and
 import importlib
 
 SCENARIOS = ["demo", "servers", "ablation", "sweep", "latency", "twodisks", "diff",
-             "chunking", "fastdisk"]
+             "chunking", "fastdisk", "sizing"]
 
 
 def load(name):

@@ -1,0 +1,246 @@
+"""Automatic prefetch sizing (issue 6): fixed sweep with accounting, competitive, adaptive.
+
+Parts (names for --only):
+  profile       receptiond-profile on a mount of the library: the
+                competitive size (switch cost x rate) the other parts use
+  fixed-SIZE    max failure-free rate with one size for all (the bitrate
+                policy with scale=none: fixed, plus the accounting), with
+                the useful / wasted / evicted bytes at that rate
+  competitive   the competitive policy from the profile (slow start), with
+                the profile's concurrency
+  competitive-serial  the same with one read at a time
+  adaptive-1M, adaptive-8M
+                the adaptive policy started below and above the best size
+  trace-1M, trace-8M
+                the adaptive policy at the best fixed size's rate for a long
+                run: its size and the disk's throughput over time
+The adaptive interval is shortened from the paper's 180 s (settings
+"adaptive"): a probe here lasts a minute, not an hour.
+"""
+import json
+import os
+import subprocess
+import threading
+import time
+
+from .. import daemon, hddsim, plots, vidload
+from . import common
+
+MIB = 2**20
+
+
+def settings(quick):
+    tunables, source = common.best_tunables("nginx")
+    return {"library": {"preset": "sd", "count": 60 if quick else 1000, "seed": 1},
+            "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red", "server": "nginx",
+            "tunables": tunables, "tunables_source": source,
+            "sizes": ["1M", "2M", "4M"] if quick else ["1M", "2M", "3M", "4M", "8M"],
+            "adaptive": "interval=5s,ramp=1s" if quick else "interval=20s,ramp=5s",
+            "adaptive_starts": ["1M", "8M"],
+            "profile_budget": 15 if quick else 60,
+            "search": common.search_settings(quick, start=2 if quick else 4,
+                                             duration=20 if quick else 60),
+            "trace_duration": 40 if quick else 300,
+            "trace_every_s": 2}
+
+
+def steps(s):
+    return 6 * (len(s["sizes"]) + 1 + len(s["adaptive_starts"])) + len(s["adaptive_starts"]) + 1
+
+
+def measure_profile(rig, s, lib):
+    """Profile the emulated drive under this library once; the JSON is
+    kept in the output directory (and reused with --resume)."""
+    point = {"part": "profile", "drive": s["drive"], "budget": s["profile_budget"]}
+    path = os.path.join(rig.out, f"profile-{s['drive']}.json")
+    done = rig.results.get(point)
+    if done is not None and os.path.exists(path):
+        return path, done["profile"]
+    m = hddsim.Mount(os.path.join(rig.work, "profile-mnt"), s["drive"], lib)
+    handle = rig.cleanup.push(f"unmount {m.path}", m.unmount)
+    try:
+        tool = os.path.join(daemon.prefix(), "bin", "receptiond-profile")
+        rig.progress.begin(f"profile: {tool} --budget {s['profile_budget']}")
+        r = subprocess.run([tool, "--budget", str(s["profile_budget"]), m.path],
+                           capture_output=True, text=True, check=False)
+        rig.progress.end()
+        if r.returncode:
+            raise RuntimeError(r.stderr.strip())
+        prof = json.loads(r.stdout)
+    finally:
+        rig.cleanup.run_now(handle)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(prof, f, indent=1)
+    rig.results.add(point, profile=prof)
+    rig.log_plain(f"libception bench: profile {s['drive']}: competitive size "
+                  f"{prof['competitive_size'] / MIB:.2f} MiB = switch {prof['switch_s'] * 1e3:.2f} "
+                  f"ms x {prof['rate'] / 1e6:.1f} MB/s; concurrency {prof['concurrency']}")
+    return path, prof
+
+
+def _acct(stats):
+    try:
+        return stats["devices"][0]["policy"]["accounting"]["total"]
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+def accounting_at_answer(outcome):
+    """The accounting over the probe at the answer: its daemon totals minus
+    the previous probe's (the daemon lives for the whole search)."""
+    probes = outcome.get("probes") or []
+    best = outcome.get("at_answer")
+    if not best or best not in probes:
+        return None
+    i = probes.index(best)
+    after = _acct(best.get("daemon_stats"))
+    before = _acct(probes[i - 1].get("daemon_stats")) if i else None
+    if after is None:
+        return None
+    keys = ("demanded_bytes", "read_bytes", "prefetched_bytes", "useful_bytes", "wasted_bytes",
+            "evicted_bytes", "evicted_windows", "dropped_bytes", "reread_bytes")
+    d = {k: after.get(k, 0) - (before.get(k, 0) if before else 0) for k in keys}
+    d["miss_ratio"] = d["read_bytes"] / d["demanded_bytes"] if d["demanded_bytes"] else None
+    return d
+
+
+def trace(rig, base, s, start, rate):
+    """The adaptive policy at a fixed rate: (t, size, target, disk MB/s)
+    every few seconds, and vidload's result."""
+    point = {"part": "trace", "start": start, "rate": rate, "adaptive": s["adaptive"],
+             "duration": s["trace_duration"]}
+    done = rig.results.get(point)
+    if done is not None:
+        rig.progress.skip(f"trace from {start}")
+        return done
+    cfg = {**base, "mode": "libception", "policy": f"adaptive:start={start},{s['adaptive']}"}
+    h = rig.setup(cfg, f"trace-{start}")
+    series, stop = [], threading.Event()
+
+    def poll():
+        t0 = time.monotonic()
+        last = None
+        while not stop.wait(s["trace_every_s"]):
+            try:
+                st = daemon.stats(h.socket)
+                disk = h.mount.stats()
+            except Exception:   # the daemon or mount going away at the end
+                continue
+            pol = st["devices"][0]["policy"] if st.get("devices") else {}
+            now = time.monotonic() - t0
+            mbps = None
+            if last is not None and now > last[0]:
+                mbps = (disk.get("bytes", 0) - last[1]) / (now - last[0]) / 1e6
+            last = (now, disk.get("bytes", 0))
+            series.append({"t": round(now, 1), "size": pol.get("size"), "target": pol.get("target"),
+                           "disk_mb_per_s": mbps, "reason": pol.get("reason")})
+
+    poller = threading.Thread(target=poll, daemon=True)
+    try:
+        rig.progress.begin(f"trace from {start}: {rate:g} sessions/s for {s['trace_duration']} s")
+        poller.start()
+        res = vidload.run(h.url, base["library"], rate, s["trace_duration"], quiet=True)["result"]
+        rig.progress.end()
+        final = daemon.stats(h.socket)
+    finally:
+        stop.set()
+        poller.join()
+        rig.teardown(h)
+    pol = final["devices"][0]["policy"] if final.get("devices") else {}
+    record = {"result": {k: res.get(k) for k in ("failed_pct", "mb_per_s", "achieved_rate",
+                                                  "started", "failed")},
+              "series": series, "final_size": pol.get("size"), "changes": pol.get("changes"),
+              "scores": pol.get("scores")}
+    rig.results.add(point, **record)
+    return rig.results.get(point)
+
+
+def run(rig, s):
+    lib = common.make_library(rig, **s["library"])
+    base = {"server": s["server"], "tunables": s["tunables"], "library": lib,
+            "drive": s["drive"], "memory_limit": common.memory_limit(lib, s["memory_ratio"])}
+    prof_path, prof = measure_profile(rig, s, lib)
+    rows, acct_rows, outcomes = [], [], {}
+
+    def measure(label, policy, point):
+        if not rig.wants(label):
+            return None
+        o = rig.max_rate({**base, "mode": "libception", "policy": policy}, label, s["search"],
+                         point)
+        outcomes[label] = o
+        return o
+
+    fixed = {}
+    for size in s["sizes"]:
+        o = measure(f"fixed-{size}", f"bitrate:scale=none,size={size}",
+                    {"config": "fixed", "size": size})
+        if o is not None:
+            fixed[size] = o
+    best_size = max(fixed, key=lambda k: fixed[k].get("answer") or 0) if fixed else None
+    best_rate = fixed[best_size].get("answer") if best_size else None
+    for size, o in fixed.items():
+        rows.append(common.row(f"fixed {size}", o, best_rate))
+        acct_rows.append((f"fixed {size}", accounting_at_answer(o)))
+    o = measure("competitive", f"competitive:profile={prof_path}",
+                {"config": "competitive", "profile_switch_s": prof["switch_s"],
+                 "profile_rate": prof["rate"]})
+    if o is not None:
+        rows.append(common.row(f"competitive {prof['competitive_size'] / MIB:.2f}M", o, best_rate))
+        acct_rows.append(("competitive", accounting_at_answer(o)))
+    # The profile's concurrency against strict serialization, same size.
+    if prof.get("concurrency", 1) > 1:
+        o = measure("competitive-serial", f"competitive:profile={prof_path},concurrency=1",
+                    {"config": "competitive", "concurrency": 1,
+                     "profile_switch_s": prof["switch_s"], "profile_rate": prof["rate"]})
+        if o is not None:
+            rows.append(common.row("competitive, 1 at a time", o, best_rate))
+            acct_rows.append(("competitive serial", accounting_at_answer(o)))
+    for start in s["adaptive_starts"]:
+        o = measure(f"adaptive-{start}", f"adaptive:start={start},{s['adaptive']}",
+                    {"config": "adaptive", "start": start, "args": s["adaptive"]})
+        if o is not None:
+            final = (o.get("probes") or [{}])[-1].get("daemon_stats") or {}
+            size = ((final.get("devices") or [{}])[0].get("policy") or {}).get("size")
+            label = f"adaptive from {start}" + (f" (end {size / MIB:.1f}M)" if size else "")
+            rows.append(common.row(label, o, best_rate))
+            acct_rows.append((f"adaptive from {start}", accounting_at_answer(o)))
+    if rows:
+        common.print_table(rows, rig.log_plain)
+        print_accounting(acct_rows, rig.log_plain)
+        common.plot_rates(os.path.join(rig.out, "sizing-rates.png"), rows,
+                          "max failure-free sessions/s by prefetch sizing (ratio: to best fixed)")
+
+    traces = {}
+    for start in s["adaptive_starts"]:
+        if best_rate and rig.wants(f"trace-{start}"):
+            traces[start] = trace(rig, base, s, start, best_rate)
+    if traces:
+        plots.lines(os.path.join(rig.out, "sizing-adaptive-size.png"),
+                    {f"from {k}": [(p["t"], (p["size"] or 0) / MIB) for p in v["series"]]
+                     for k, v in traces.items()},
+                    "seconds", "prefetch size (MiB)",
+                    f"adaptive size over time at {best_rate:g} sessions/s (paper Figs. 3-4)")
+        plots.lines(os.path.join(rig.out, "sizing-adaptive-disk.png"),
+                    {f"from {k}": [(p["t"], p["disk_mb_per_s"]) for p in v["series"]]
+                     for k, v in traces.items()},
+                    "seconds", "disk MB/s", "disk throughput under the adaptive policy")
+        for k, v in traces.items():
+            r = v["result"]
+            rig.log_plain(f"libception bench: trace from {k}: final size "
+                          f"{(v['final_size'] or 0) / MIB:.2f} MiB after {v['changes']} changes; "
+                          f"failed {r['failed_pct']:.2f}%, {r['mb_per_s']:.1f} MB/s to clients")
+    return 0
+
+
+def print_accounting(acct_rows, out):
+    out("libception bench: " + f"{'configuration':<22} {'consumed':>9} {'read':>9} {'useful':>9} "
+        f"{'wasted':>9} {'evicted':>9} {'dropped':>9} {'miss ratio':>10}   (MB, at the answer)")
+    for label, a in acct_rows:
+        if not a:
+            out(f"libception bench: {label:<22} (no accounting)")
+            continue
+        mb = {k: a[k] / 1e6 for k in a if k.endswith("_bytes")}
+        out(f"libception bench: {label:<22} {mb['demanded_bytes']:>9.1f} {mb['read_bytes']:>9.1f} "
+            f"{mb['useful_bytes']:>9.1f} {mb['wasted_bytes']:>9.1f} {mb['evicted_bytes']:>9.1f} "
+            f"{mb['dropped_bytes']:>9.1f} "
+            f"{'-' if a['miss_ratio'] is None else format(a['miss_ratio'], '.3f'):>10}")

@@ -139,7 +139,8 @@ struct sz_counters {
 	uint64_t reread;           /* bytes read again inside an earlier window */
 	uint64_t dropped;          /* prefetched bytes dropped unused without
 	                              reclaim (fadvise, drop_caches) */
-	uint64_t disk_ns;          /* time the workers spent reading */
+	uint64_t disk_ns;          /* time the workers spent reading, summed */
+	uint64_t busy_ns;          /* time at least one read was in flight */
 };
 
 struct sz_account {
@@ -147,6 +148,7 @@ struct sz_account {
 	uint64_t interval_start_ns, start_ns;
 	unsigned concurrency;
 	int cachestat_ok;          /* 0 after cachestat failed: no re-checks */
+	uint64_t busy_until;       /* end of the latest read seen (busy union) */
 	uint64_t rechecks;
 };
 
@@ -166,8 +168,8 @@ struct sz_counters sz_account_roll(struct sz_account *a, uint64_t now, uint64_t 
 /* Figures derived from counters over len_ns. */
 struct sz_figures {
 	double miss_ratio;         /* read / demanded (>1: evictions, waste) */
-	double busy;               /* disk time / (len * concurrency) */
-	double disk_ms_per_mib;    /* disk time per MiB demanded ("per transaction") */
+	double busy;               /* time with a read in flight / len */
+	double disk_ms_per_mib;    /* that time per MiB demanded ("per transaction") */
 	double score;              /* disk_ms_per_mib * miss_ratio (SYSTOR 2014 4.1) */
 	double evict_fraction;     /* evicted / prefetched */
 	double evict_age_s;        /* mean prefetch-to-eviction time, 0 if none */

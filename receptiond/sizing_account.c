@@ -102,6 +102,15 @@ struct sz_stream *sz_account_observe(struct sz_account *a, struct sz_streams *t,
 		ADD(a, misses, 1);
 		ADD(a, read, c->bytes_read);
 		ADD(a, disk_ns, c->service_ns);
+		/* Busy time is the union of the reads' intervals: with several
+		 * workers, summed service time would count overlaps twice. */
+		uint64_t start = c->done_ns - c->service_ns;
+		if (start >= a->busy_until)
+			ADD(a, busy_ns, c->service_ns);
+		else if (c->done_ns > a->busy_until)
+			ADD(a, busy_ns, c->done_ns - a->busy_until);
+		if (c->done_ns > a->busy_until)
+			a->busy_until = c->done_ns;
 		uint64_t beyond = c->bytes_read > r->length ? c->bytes_read - r->length : 0;
 		ADD(a, prefetched, beyond);
 	}
@@ -129,7 +138,7 @@ struct sz_stream *sz_account_observe(struct sz_account *a, struct sz_streams *t,
 			if (again > s->win_evicted) {
 				if (!s->win_evicted) {
 					ADD(a, evictions, 1);
-					ADD(a, evict_age_ns, now - s->win_ns);
+					ADD(a, evict_age_ns, now > s->win_ns ? now - s->win_ns : 0);
 				}
 				ADD(a, evicted, again - s->win_evicted);
 				s->win_evicted = again;
@@ -206,7 +215,7 @@ void sz_account_recheck(struct sz_account *a, struct sz_streams *t, uint64_t now
 		if (ev > s->win_evicted) {
 			if (!s->win_evicted) {
 				ADD(a, evictions, 1);
-				ADD(a, evict_age_ns, now - s->win_ns);
+				ADD(a, evict_age_ns, now > s->win_ns ? now - s->win_ns : 0);
 			}
 			ADD(a, evicted, ev - s->win_evicted);
 			s->win_evicted = ev;
@@ -229,8 +238,9 @@ void sz_figures(const struct sz_counters *c, uint64_t len_ns, unsigned concurren
 	memset(f, 0, sizeof *f);
 	double demanded_mib = (double)c->demanded / SZ_MIB;
 	f->miss_ratio = c->demanded ? (double)c->read / (double)c->demanded : 0;
-	f->busy = len_ns ? (double)c->disk_ns / ((double)len_ns * (concurrency ? concurrency : 1)) : 0;
-	f->disk_ms_per_mib = demanded_mib > 0 ? (double)c->disk_ns / 1e6 / demanded_mib : 0;
+	(void)concurrency;
+	f->busy = len_ns ? (double)c->busy_ns / (double)len_ns : 0;
+	f->disk_ms_per_mib = demanded_mib > 0 ? (double)c->busy_ns / 1e6 / demanded_mib : 0;
 	f->score = f->disk_ms_per_mib * f->miss_ratio;
 	f->evict_fraction = c->prefetched ? (double)c->evicted / (double)c->prefetched : 0;
 	f->evict_age_s = c->evictions ? (double)c->evict_age_ns / 1e9 / (double)c->evictions : 0;
@@ -259,6 +269,7 @@ static void counters_json(struct rd_json *j, const char *key, const struct sz_co
 	rd_json_dbl(j, "evict_age_s", f.evict_age_s);
 	rd_json_dbl(j, "miss_ratio", f.miss_ratio);
 	rd_json_dbl(j, "busy", f.busy);
+	rd_json_dbl(j, "service_s", (double)c->disk_ns / 1e9);
 	rd_json_dbl(j, "disk_ms_per_mib", f.disk_ms_per_mib);
 	rd_json_dbl(j, "score", f.score);
 	rd_json_obj_end(j);

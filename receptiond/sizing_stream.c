@@ -141,7 +141,7 @@ uint64_t sz_stream_advance(struct sz_streams *t, struct sz_stream *s, uint64_t o
 	s->last_ns = now;
 	/* Pacing: what it consumed since it started over the time that took,
 	 * once that time is long enough to say. */
-	if (now - s->first_ns >= t->pacing_ns && s->frontier > s->first_off) {
+	if (now > s->first_ns && now - s->first_ns >= t->pacing_ns && s->frontier > s->first_off) {
 		s->bitrate = (double)(s->frontier - s->first_off) * 1e9 / (double)(now - s->first_ns);
 		if (s->bitrate > t->max_bitrate)
 			t->max_bitrate = s->bitrate;
@@ -156,7 +156,8 @@ void sz_streams_expire(struct sz_streams *t, uint64_t now)
 		struct sz_stream *s = &t->v[i];
 		if (!s->used)
 			continue;
-		if (now - s->last_ns > t->idle_ns) {
+		/* (a completion may carry a time later than the tick's) */
+		if (now > s->last_ns && now - s->last_ns > t->idle_ns) {
 			sz_stream_end(t, s, now);
 			continue;
 		}

@@ -176,6 +176,7 @@ static void test_streams_and_accounting(void)
 
 	struct sz_figures f;
 	sz_figures(&a.total, SEC, 1, &f);
+	CHECK(a.total.busy_ns == a.total.disk_ns);   /* one at a time: no overlap */
 	CHECK(f.miss_ratio > 1.0);  /* read more than consumed: waste and a re-read */
 	CHECK(f.busy > 0.1 && f.busy < 0.2);
 	sz_streams_free(&t);
@@ -183,6 +184,28 @@ static void test_streams_and_accounting(void)
 
 /* A real file: a prefetched window dropped from the page cache before
  * anyone asked for it shows up in the residency re-check. */
+/* Overlapping reads (several workers) count once in the busy time. */
+static void test_busy_union(void)
+{
+	struct sz_streams t;
+	struct sz_account a;
+	CHECK(sz_streams_init(&t, 16) == 0);
+	sz_account_init(&a, 4, 0);
+	/* [10, 20) s, [15, 25) s, [30, 31) s */
+	struct rd_completion c1 = completion(1, 0, 4096, MiB, MiB, 10 * SEC, 20 * SEC);
+	struct rd_completion c2 = completion(2, 0, 4096, MiB, MiB, 10 * SEC, 25 * SEC);
+	struct rd_completion c3 = completion(3, 0, 4096, MiB, MiB, 1 * SEC, 31 * SEC);
+	sz_account_observe(&a, &t, &c1, MiB);
+	sz_account_observe(&a, &t, &c2, MiB);
+	sz_account_observe(&a, &t, &c3, MiB);
+	CHECK(a.total.disk_ns == 21 * SEC);
+	CHECK(a.total.busy_ns == 16 * SEC);
+	struct sz_figures f;
+	sz_figures(&a.total, 32 * SEC, 4, &f);
+	CHECK(fabs(f.busy - 0.5) < 1e-9);
+	sz_streams_free(&t);
+}
+
 static void test_recheck(void)
 {
 	char path[] = "/tmp/test_sizing.XXXXXX";
@@ -317,6 +340,7 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 {
 	double sum = 0;
 	unsigned n = 0;
+	uint64_t disk_free = *now;   /* the model disk serves one read at a time */
 	for (unsigned s = 0; s < seconds; s++) {
 		for (unsigned i = 0; i < m->n; i++) {
 			pos[i] += (uint64_t)m->bitrate;
@@ -334,8 +358,11 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 					e = 0;
 				double bytes = (double)w * (1 + e);
 				double service = (m->switch_s + bytes / m->rate) * m->busy_scale;
+				if (disk_free < *now)
+					disk_free = *now;
+				disk_free += (uint64_t)(service * 1e9);
 				struct rd_completion c = completion(r.ino, r.offset, 65536, w, (uint64_t)bytes,
-				                                    (uint64_t)(service * 1e9), *now);
+				                                    (uint64_t)(service * 1e9), disk_free);
 				c.req = r;
 				p->ops->observe(p, &c);
 				resident_end[i] = r.offset + w;
@@ -428,7 +455,9 @@ static void test_adaptive_evictions(void)
 		                             .length = 65536 };
 		uint64_t w = p.ops->size(&p, &r);
 		CHECK(w == 8 * MiB);
-		struct rd_completion c = completion(r.ino, 0, 65536, w, w, 400000000, now);
+		/* one after the other: 0.4 s each */
+		struct rd_completion c = completion(r.ino, 0, 65536, w, w, 400000000,
+		                                    now + (i + 1) * 400000000ull);
 		p.ops->observe(&p, &c);
 	}
 	for (unsigned s = 1; s <= 9; s++) {
@@ -489,6 +518,7 @@ int main(void)
 	test_profile();
 	test_scale();
 	test_streams_and_accounting();
+	test_busy_union();
 	test_recheck();
 	test_competitive();
 	test_adaptive();

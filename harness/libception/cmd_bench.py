@@ -85,6 +85,11 @@ def main(args):
 
     from .bench.rig import Rig
     prog.line(f"{args.scenario}: results into {out}")
+    dur = settings.get("search", {}).get("duration")
+    if dur is not None and dur <= 10:
+        # vidload's deadline is 10 s: a shorter probe cannot fail a session.
+        prog.line(f"{args.scenario}: warning: probes of {dur:g} s cannot miss the 10 s "
+                  "segment deadline; the rates only check the pipeline")
     _remove_stale_groups()
     try:
         with cleanup.Cleanup(prog=PROG) as c:

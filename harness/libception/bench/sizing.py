@@ -11,6 +11,9 @@ Parts (names for --only):
   competitive-serial  the same with one read at a time
   adaptive-1M, adaptive-8M
                 the adaptive policy started below and above the best size
+  mixed-none, mixed-sqrt, mixed-linear
+                the mixed SD/HD library with the best fixed size for the
+                highest bitrate and no / sqrt / linear scaling
   trace-1M, trace-8M
                 the adaptive policy at the best fixed size's rate for a long
                 run: its size and the disk's throughput over time
@@ -34,18 +37,22 @@ def settings(quick):
     return {"library": {"preset": "sd", "count": 60 if quick else 1000, "seed": 1},
             "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red", "server": "nginx",
             "tunables": tunables, "tunables_source": source,
-            "sizes": ["1M", "2M", "4M"] if quick else ["1M", "2M", "3M", "4M", "8M"],
+            "sizes": ["1M", "2M", "4M"] if quick else ["1M", "2M", "4M", "8M"],
             "adaptive": "interval=5s,ramp=1s" if quick else "interval=20s,ramp=5s",
             "adaptive_starts": ["1M", "8M"],
             "profile_budget": 15 if quick else 60,
-            "search": common.search_settings(quick, start=2 if quick else 4,
-                                             duration=20 if quick else 60),
-            "trace_duration": 40 if quick else 300,
+            "search": {**common.search_settings(quick, start=2 if quick else 4,
+                                                duration=20 if quick else 40),
+                       "rel_resolution": 0.25 if quick else 0.15},
+            "trace_duration": 40 if quick else 180,
+            "mixed_library": {"preset": "mixed", "count": 60 if quick else 500, "seed": 1},
+            "scales": ["none", "sqrt", "linear"],
             "trace_every_s": 2}
 
 
 def steps(s):
-    return 6 * (len(s["sizes"]) + 1 + len(s["adaptive_starts"])) + len(s["adaptive_starts"]) + 1
+    return 6 * (len(s["sizes"]) + 2 + len(s["adaptive_starts"]) + len(s["scales"])) \
+        + len(s["adaptive_starts"]) + 1
 
 
 def measure_profile(rig, s, lib):
@@ -209,6 +216,30 @@ def run(rig, s):
         print_accounting(acct_rows, rig.log_plain)
         common.plot_rates(os.path.join(rig.out, "sizing-rates.png"), rows,
                           "max failure-free sessions/s by prefetch sizing (ratio: to best fixed)")
+
+    # Per-bitrate sizing on the mixed SD/HD library (SYSTOR 2014 §5): one
+    # size for all vs size ~ sqrt(bitrate) vs size ~ bitrate, the highest
+    # bitrate getting the best fixed size.
+    if best_size and any(rig.wants(f"mixed-{m}") for m in s["scales"]):
+        mixed = common.make_library(rig, **s["mixed_library"])
+        mbase = {**base, "library": mixed,
+                 "memory_limit": common.memory_limit(mixed, s["memory_ratio"])}
+        mrows, macct = [], []
+        first = None
+        for scale in s["scales"]:
+            label = f"mixed-{scale}"
+            if not rig.wants(label):
+                continue
+            o = rig.max_rate({**mbase, "mode": "libception",
+                              "policy": f"bitrate:scale={scale},size={best_size}"}, label,
+                             s["search"], {"config": "mixed", "scale": scale, "size": best_size})
+            first = first or o.get("answer")
+            mrows.append(common.row(f"mixed {best_size} {scale}", o, first))
+            macct.append((f"mixed {scale}", accounting_at_answer(o)))
+        common.print_table(mrows, rig.log_plain)
+        print_accounting(macct, rig.log_plain)
+        common.plot_rates(os.path.join(rig.out, "sizing-mixed.png"), mrows,
+                          "mixed SD/HD: per-bitrate scaling (ratio: to one size for all)")
 
     traces = {}
     for start in s["adaptive_starts"]:

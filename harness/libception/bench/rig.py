@@ -104,6 +104,9 @@ class Rig:
             h.daemon = daemon.start(h.socket, detached=False, in_cgroup=h.group.add,
                                     log=os.path.join(base, "receptiond.log"), args=args)
             h.handles.append(c.push("stop receptiond", lambda: _stop_daemon(h.daemon)))
+            # The fairness claim: prefetched pages are charged to this group.
+            if h.daemon.pid not in h.group.pids():
+                raise RuntimeError(f"receptiond (pid {h.daemon.pid}) is not in {h.group.path}")
         h.server = servers.make_server(cfg.get("server", "nginx"), os.path.join(base, "server"),
                                        docroot, self.port, cfg.get("tunables"))
         h.handles.append(c.push(f"stop {h.server.name}", h.server.stop))

@@ -193,8 +193,8 @@ static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 	p->priv = a;
 	p->tick_ms = 1000;
 	char s[32], st[32];
-	rd_log("%s: size %s from %s; interval %.0f s, step %s, deflate %.0f%%, busy %.0f%%, "
-	       "evict %.0f%%, ramp %.0f s, %u read%s at once", a->b.who,
+	rd_log("%s: size %s from %s; interval %.3g s, step %s, deflate %.3g%%, busy %.3g%%, "
+	       "evict %.3g%%, ramp %.3g s, %u read%s at once", a->b.who,
 	       sz_fmt_size(a->cur, s, sizeof s), a->start_source, (double)a->interval_ns / 1e9,
 	       sz_fmt_size(a->step, st, sizeof st), a->deflate * 100, a->busy_min * 100,
 	       a->evict_max * 100, (double)a->ramp_ns / 1e9, p->concurrency,

@@ -9,6 +9,8 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#define PLUG_NS 50000
+
 struct sched_req {
 	struct model_req r;
 	int      meta;
@@ -46,6 +48,15 @@ static void *actuator(void *arg)
 			continue;
 		}
 		int64_t t = s->model_t > s->q[0]->r.arrival ? s->model_t : s->q[0]->r.arrival;
+		/* Requests the kernel sent together reach us through different
+		 * FUSE threads in any order.  Like the block layer's plug, an
+		 * idle drive waits a moment so it can pick among them; it still
+		 * starts at the first arrival on the model's timeline. */
+		if (t == s->q[0]->r.arrival && sched_now() < t + PLUG_NS) {
+			pthread_mutex_unlock(&s->lock);
+			sleep_until(t + PLUG_NS);
+			pthread_mutex_lock(&s->lock);
+		}
 		if (capc < s->nq) {
 			capc = s->capq;
 			free(cand);
@@ -53,8 +64,11 @@ static void *actuator(void *arg)
 			if (!cand)
 				abort();
 		}
-		for (size_t i = 0; i < s->nq; i++)
+		for (size_t i = 0; i < s->nq; i++) {
 			cand[i] = s->q[i]->r;
+			if (cand[i].arrival > t && cand[i].arrival <= t + PLUG_NS)
+				cand[i].arrival = t;
+		}
 		size_t k = model_pick(&s->m, t, cand, s->nq);
 		struct sched_req *req = s->q[k];
 		memmove(&s->q[k], &s->q[k + 1], (s->nq - k - 1) * sizeof *s->q);

@@ -30,7 +30,8 @@ def read_all(path):
 def test_trace_and_counters_describe_a_sequential_read(scratch, hddsim_mount):
     lib = write_library(scratch / "one.lcvl", [("v.mp4", 8 << 20, 419430, 0)])
     trace = scratch / "trace.txt"
-    m = hddsim_mount(lib, trace=trace, read_ahead_kb=1024)
+    # No kernel read-ahead: one synchronous request at a time, in order.
+    m = hddsim_mount(lib, trace=trace, read_ahead_kb=0)
     read_all(os.path.join(m.path, "v.mp4"))
     st = m.stats()
     m.unmount()
@@ -38,7 +39,7 @@ def test_trace_and_counters_describe_a_sequential_read(scratch, hddsim_mount):
     data = [r for r in rows if r["kind"] != "meta"]
     assert [r["kind"] for r in rows].count("meta") == 1  # the inode, once
     assert sum(r["len"] for r in data) == 8 << 20
-    # One stream, in order: after the first command every one continues the last.
+    # One stream, in order: every command continues the last one.
     assert all(b["pos"] == a["pos"] + a["len"] for a, b in zip(data, data[1:]))
     assert all(r["position_us"] == 0 for r in data[1:] if r["kind"] == "cont")
     assert st["reads"] == len(rows) and st["bytes"] == sum(r["len"] for r in rows)

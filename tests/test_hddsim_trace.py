@@ -73,11 +73,11 @@ def test_interleaved_readers_seek_and_sequence_tool_sees_it(scratch, hddsim_moun
     trace = scratch / "trace.txt"
     # No drive read-ahead: each switch between the files is a seek.
     m = hddsim_mount(lib, trace=trace, read_ahead_kb=0, meta_group=0, readahead=0)
-    fa = open(os.path.join(m.path, "a.mp4"), "rb")
-    fb = open(os.path.join(m.path, "b.mp4"), "rb")
-    for _ in range(16):  # alternate 128 KiB reads between two far-apart files
-        fa.read(131072)
-        fb.read(131072)
+    fa = open(os.path.join(m.path, "a.mp4"), "rb", buffering=0)
+    fb = open(os.path.join(m.path, "b.mp4"), "rb", buffering=0)
+    for _ in range(16):  # alternate small reads between two far-apart files
+        fa.read(8192)
+        fb.read(8192)
     fa.close()
     fb.close()
     m.unmount()

@@ -77,3 +77,18 @@ def test_create_replaces_a_leftover_group(harness_cgroup):
     assert p.wait(timeout=10) != 0
     assert again.pids() == []
     assert int(open(os.path.join(again.path, "memory.limit_in_bytes")).read()) == 8 * MIB
+
+
+def test_drop_cache_empties_the_group_with_members_running(scratch, harness_cgroup):
+    size = 32 * MIB
+    path = scratch / "warm.bin"
+    path.write_bytes(os.urandom(size))
+    _drop_cache(path)
+    group = harness_cgroup(None)
+    sleeper = subprocess.Popen(["sleep", "300"], preexec_fn=group.preexec)
+    subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=True,
+                   preexec_fn=group.preexec)
+    assert _cached_bytes(path) >= size * 3 // 4
+    group.drop_cache()
+    assert _cached_bytes(path) < size // 8
+    assert group.pids() == [sleeper.pid]

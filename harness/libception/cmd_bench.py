@@ -28,6 +28,9 @@ def add_arguments(p):
                    help="keep the points already in DIR/SCENARIO.json and measure the rest")
     p.add_argument("--duration", type=float, metavar="S",
                    help="seconds per vidload probe (default: the scenario's; 100 s full, 20 s quick)")
+    p.add_argument("--videos", type=int, metavar="N",
+                   help="library size in videos (default: the paper's 20,000; 60 with --quick); "
+                        "the memory limit follows at 1/32 of the library")
     p.add_argument("--only", metavar="LIST",
                    help="comma-separated names; run only the parts of the scenario whose "
                         "name contains one (e.g. --only nginx)")
@@ -57,6 +60,12 @@ def main(args):
     mod = load(args.scenario)
     settings = mod.settings(args.quick)
     settings["quick"] = bool(args.quick)
+    if args.videos is not None:
+        if args.videos < 1 or "library" not in settings:
+            print(f"{PROG}: --videos: expected a positive count, for a video scenario",
+                  file=sys.stderr)
+            return 2
+        settings["library"]["count"] = args.videos
     if args.duration is not None:
         if args.duration <= 0:
             print(f"{PROG}: --duration must be positive", file=sys.stderr)

@@ -12,7 +12,7 @@ from . import common
 
 
 def settings(quick):
-    count = 60 if quick else 2000
+    count = 60 if quick else common.FULL_VIDEOS
     tunables, source = common.best_tunables("nginx")
     return {"library": {"preset": "sd", "count": count, "seed": 1},
             "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red",

@@ -31,7 +31,7 @@ KERNEL_READ_AHEAD_KB = [1024, 2048]
 
 
 def settings(quick):
-    return {"library": {"preset": "sd", "count": 60 if quick else 2000, "seed": 1},
+    return {"library": {"preset": "sd", "count": 60 if quick else common.FULL_VIDEOS, "seed": 1},
             "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red",
             "servers": ["nginx", "apache", "lighttpd"],
             "candidates": {k: (v[:2] if quick else v) for k, v in CANDIDATES.items()},

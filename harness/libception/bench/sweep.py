@@ -9,7 +9,7 @@ KIB = {"512K": 512, "1M": 1024, "2M": 2048, "4M": 4096, "8M": 8192}
 
 def settings(quick):
     tunables, source = common.best_tunables("nginx")
-    return {"library": {"preset": "sd", "count": 60 if quick else 2000, "seed": 1},
+    return {"library": {"preset": "sd", "count": 60 if quick else common.FULL_VIDEOS, "seed": 1},
             "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red", "server": "nginx",
             "tunables": tunables, "tunables_source": source,
             "sizes": SIZES[1:4] if quick else SIZES,

@@ -14,7 +14,7 @@ from . import common
 
 def settings(quick):
     tunables, source = common.best_tunables("nginx")
-    return {"library": {"preset": "sd", "count": 60 if quick else 2000, "seed": 1},
+    return {"library": {"preset": "sd", "count": 60 if quick else common.FULL_VIDEOS, "seed": 1},
             "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red", "server": "nginx",
             "tunables": tunables, "tunables_source": source, "prefetch": "2M",
             "modes": ["libception"] if quick else ["vanilla", "libception"],

@@ -115,7 +115,11 @@ static int competitive_config(struct rd_policy *p, struct competitive *c, char *
 	}
 	if (c->size > c->b.max_size)
 		c->b.max_size = c->size < (1ull << 30) ? c->size : (1ull << 30);
-	c->size = sz_clamp_page(c->size, SZ_PAGE, c->b.max_size);
+	/* Not below min: on a device without a mechanical switch cost the
+	 * formula gives a few KiB, and every window is a round trip to the
+	 * daemon. */
+	c->size = sz_clamp_page(c->size, c->b.min_size < c->b.max_size ? c->b.min_size : SZ_PAGE,
+	                        c->b.max_size);
 	if (c->first > c->size)
 		c->first = c->size;
 	return 0;

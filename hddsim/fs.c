@@ -187,10 +187,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* Produce the bytes first, then wait out the modelled drive; libfuse
-	 * cancels workers at exit, which must not happen mid-request. */
+	/* Queue the command first (its arrival is now), produce the bytes
+	 * while it waits, then wait out the modelled drive.  libfuse cancels
+	 * workers at exit, which must not happen mid-request. */
 	int err = 0, cancel;
+	struct sched_req rq;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	sched_submit(&h->sched, &rq, n->pos + (uint64_t)off, len, 0);
 	if (n->type == NODE_VIDEO) {
 		content_fill(n->seed, n->src_off + (uint64_t)off, buf, len);
 	} else {
@@ -200,8 +203,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		else if ((size_t)got < len)
 			memset(buf + got, 0, len - (size_t)got); /* file shrank under us */
 	}
-	if (!err)
-		sched_read(&h->sched, n->pos + (uint64_t)off, len, 0);
+	sched_wait(&h->sched, &rq);
 	if (err)
 		fuse_reply_err(req, err);
 	else

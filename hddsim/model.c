@@ -284,6 +284,12 @@ size_t model_pick(const struct model *m, int64_t t, const struct model_req *q, s
 		return 0;
 	if ((double)(t - q[0].arrival) > ms_to_ns(m->d.age_limit))
 		return 0;
+	/* A command the drive can serve without positioning (cache hit, or
+	 * continuing the head's read) goes first wherever it is queued: the
+	 * host's elevator would have sorted or merged it in. */
+	for (size_t i = 0; i < n; i++)
+		if (q[i].arrival <= t && model_position_cost(m, t, &q[i]) == 0)
+			return i;
 	size_t best = 0, depth = n < m->d.queue_depth ? n : m->d.queue_depth;
 	int64_t best_cost = model_position_cost(m, t, &q[0]);
 	for (size_t i = 1; i < depth && best_cost > 0; i++) {

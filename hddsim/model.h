@@ -19,7 +19,8 @@
  *   read-ahead   after a media read the drive keeps reading while idle into
  *                the request's cache segment (LRU over `segments`);
  *   queue        FIFO, or SPTF over the oldest `queue_depth` commands with
- *                an age limit (model_pick).
+ *                an age limit (model_pick); under SPTF a command needing no
+ *                positioning is taken from anywhere in the queue.
  */
 #ifndef HDDSIM_MODEL_H
 #define HDDSIM_MODEL_H

@@ -11,14 +11,6 @@
 
 #define PLUG_NS 50000
 
-struct sched_req {
-	struct model_req r;
-	int      meta;
-	int      done, taken;
-	int64_t  start, done_at;
-	struct model_cost cost;
-	pthread_cond_t cv;
-};
 
 int64_t sched_now(void)
 {
@@ -110,16 +102,26 @@ static void snapshot(struct sched *s, int64_t now)
 
 void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta)
 {
+	struct sched_req req;
+	sched_submit(s, &req, pos, len, meta);
+	sched_wait(s, &req);
+}
+
+void sched_submit(struct sched *s, struct sched_req *rq, uint64_t pos, uint64_t len, int meta)
+{
 	static __thread int slack_set;
 	if (!slack_set) {
 		/* Wake at the deadline, not up to 50 us after it. */
 		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 		slack_set = 1;
 	}
-	struct sched_req req = { .r = { pos, len, 0 }, .meta = meta };
-	pthread_cond_init(&req.cv, NULL);
+	memset(rq, 0, sizeof *rq);
+	rq->r.pos = pos;
+	rq->r.len = len;
+	rq->meta = meta;
+	pthread_cond_init(&rq->cv, NULL);
 	pthread_mutex_lock(&s->lock);
-	req.r.arrival = sched_now();
+	rq->r.arrival = sched_now();
 	if (s->nq == s->capq) {
 		size_t nc = s->capq ? s->capq * 2 : 64;
 		struct sched_req **nq = realloc(s->q, nc * sizeof *nq);
@@ -128,58 +130,66 @@ void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta)
 		s->q = nq;
 		s->capq = nc;
 	}
-	s->q[s->nq++] = &req;
+	s->q[s->nq++] = rq;
 	pthread_cond_signal(&s->submitted);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void sched_wait(struct sched *s, struct sched_req *rq)
+{
+	uint64_t pos = rq->r.pos, len = rq->r.len;
+	int meta = rq->meta;
+	pthread_mutex_lock(&s->lock);
 	/* Once the actuator has scheduled the request it is ours to finish,
 	 * even when stopping: only an unscheduled one may be abandoned. */
-	while (!req.taken && !s->stop)
-		pthread_cond_wait(&req.cv, &s->lock);
+	while (!rq->taken && !s->stop)
+		pthread_cond_wait(&rq->cv, &s->lock);
 	int64_t now = 0;
-	if (req.taken) {
+	if (rq->taken) {
 		pthread_mutex_unlock(&s->lock);
 		/* Real-time only while sleeping: wake on time, then give way. */
 		if (s->realtime)
 			set_realtime(1);
-		sleep_until(req.done_at);
+		sleep_until(rq->done_at);
 		now = sched_now();
 		if (s->realtime)
 			set_realtime(0);
 		pthread_mutex_lock(&s->lock);
-		req.done = 1;
+		rq->done = 1;
 	}
-	int64_t late = now - req.done_at;
-	if (req.done) {
-		const struct model_cost *c = &req.cost;
+	int64_t late = now - rq->done_at;
+	if (rq->done) {
+		const struct model_cost *c = &rq->cost;
 		s->reads++;
 		s->bytes += len;
 		s->hits += c->hit == 1;
 		s->continued += c->hit == 2;
 		s->meta_reads += meta != 0;
 		s->busy += (uint64_t)c->total;
-		s->service += (uint64_t)(req.done_at - req.r.arrival);
-		s->wait += (uint64_t)(req.start - req.r.arrival);
+		s->service += (uint64_t)(rq->done_at - rq->r.arrival);
+		s->wait += (uint64_t)(rq->start - rq->r.arrival);
 		s->seek_total += c->seek_dist;
 		hist_add(&s->lateness, (uint64_t)(late > 0 ? late : 0));
-		hist_add(&s->service_hist, (uint64_t)(req.done_at - req.r.arrival));
+		hist_add(&s->service_hist, (uint64_t)(rq->done_at - rq->r.arrival));
 		snapshot(s, now);
 		if (s->trace)
 			fprintf(s->trace, "%.6f %" PRIu64 " %" PRIu64 " %" PRIu64 " %.3f %.3f %.3f %.3f %s\n",
-				(double)(req.start - s->t0) / 1e9, pos, len, c->seek_dist,
-				(double)(req.start - req.r.arrival) / 1e3,
+				(double)(rq->start - s->t0) / 1e9, pos, len, c->seek_dist,
+				(double)(rq->start - rq->r.arrival) / 1e3,
 				(double)(c->overhead + c->seek + c->rot) / 1e3, (double)c->xfer / 1e3,
 				(double)late / 1e3,
 				meta ? "meta" : c->hit == 1 ? "hit" : c->hit == 2 ? "cont" : "miss");
 	} else {
 		/* Shutting down: leave the queue consistent. */
 		for (size_t i = 0; i < s->nq; i++)
-			if (s->q[i] == &req) {
+			if (s->q[i] == rq) {
 				memmove(&s->q[i], &s->q[i + 1], (s->nq - i - 1) * sizeof *s->q);
 				s->nq--;
 				break;
 			}
 	}
 	pthread_mutex_unlock(&s->lock);
-	pthread_cond_destroy(&req.cv);
+	pthread_cond_destroy(&rq->cv);
 }
 
 int sched_start(struct sched *s, const struct drive *d, FILE *trace, int realtime,

@@ -19,7 +19,15 @@
 #include "hist.h"
 #include "model.h"
 
-struct sched_req;
+/* One command; lives on the caller's stack from submit to wait. */
+struct sched_req {
+	struct model_req r;
+	int      meta;
+	int      done, taken;
+	int64_t  start, done_at;
+	struct model_cost cost;
+	pthread_cond_t cv;
+};
 
 struct sched_snap {
 	int64_t  t;
@@ -55,6 +63,11 @@ void sched_stop(struct sched *s);
 /* Read platter bytes [pos, pos+len): returns when the modelled drive has
  * delivered them.  `meta` marks a metadata (inode) read in the trace. */
 void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta);
+
+/* The same in two steps, so the caller can produce the bytes while the
+ * command is queued: its arrival is when it was submitted. */
+void sched_submit(struct sched *s, struct sched_req *rq, uint64_t pos, uint64_t len, int meta);
+void sched_wait(struct sched *s, struct sched_req *rq);
 
 /* Write the live counters as "key value" lines; returns the length. */
 size_t sched_stats(struct sched *s, char *buf, size_t len);

@@ -202,3 +202,24 @@ def test_library_too_big_for_drive(scratch):
     (scratch / "m").mkdir()
     r = run_hddsim(scratch / "m", "--library", lib, "--drive", "hp-10k-sas")
     assert r.returncode == 1 and "holds" in r.stderr
+
+
+def test_sigterm_during_reads_unmounts(scratch, hddsim_mount):
+    from fixtures_hddsim import write_library
+    lib = write_library(scratch / "big.lcvl", [("big.mp4", 1 << 30, 419430, 0)])
+    m = hddsim_mount(lib, readahead=0)
+    reader = subprocess.Popen(["dd", f"if={m.path}/big.mp4", "of=/dev/null", "bs=64k", "iflag=direct"],
+                              stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):  # until the drive is busy with the reader
+            if m.stats()["reads"] > 3:
+                break
+            time.sleep(0.01)
+        m.proc.send_signal(signal.SIGTERM)
+        assert m.proc.wait(timeout=10) == 0
+        assert not hddsim.is_mounted(m.path)
+        assert reader.wait(timeout=10) != 0  # the reader saw the file system go
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+            reader.wait()

@@ -41,6 +41,7 @@ def probes(path, series, title, threshold=None):
     ax.set_xlabel("offered sessions/s")
     ax.set_ylabel("failed sessions (%)")
     ax.set_yscale("symlog", linthresh=0.1)
+    ax.set_ylim(bottom=0)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     return _save(fig, path)
@@ -71,6 +72,25 @@ def cdfs(path, series, xlabel, title):
     ax.set_xlabel(xlabel)
     ax.set_ylabel("share of calls")
     ax.set_ylim(0, 1.01)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def grouped_bars(path, labels, groups, ylabel, title):
+    """Several values per configuration side by side: groups = {name: [value per label]}
+    (e.g. MB/s to clients and MB/s from disk, as the paper's Fig. 8)."""
+    fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(labels) + 2), 3.6))
+    width = 0.8 / max(1, len(groups))
+    for i, (name, values) in enumerate(groups.items()):
+        xs = [x + (i - (len(groups) - 1) / 2) * width for x in range(len(labels))]
+        ax.bar(xs, [v or 0 for v in values], width, label=name)
+        for x, v in zip(xs, values):
+            ax.text(x, v or 0, "n/a" if v is None else f"{v:.3g}", ha="center", va="bottom",
+                    fontsize=8)
+    ax.set_xticks(list(range(len(labels))))
+    ax.set_xticklabels(labels)
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     return _save(fig, path)

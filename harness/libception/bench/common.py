@@ -89,6 +89,14 @@ def plot_rates(path, rows, title):
                                 f"{r['rate']:.3g} ({r['ratio']:.2f}x)" for r in rows])
 
 
+def plot_throughput(path, rows, title):
+    """MB/s to clients and from the disk at each row's failure-free rate."""
+    return plots.grouped_bars(path, [r["label"] for r in rows],
+                              {"MB/s to clients": [r["mb_per_s"] for r in rows],
+                               "MB/s from disk": [r["disk_mb_per_s"] for r in rows]},
+                              "MB/s at the max failure-free rate", title)
+
+
 def plot_probes(path, outcomes, title, max_fail=0.3):
     series = {label: [(p["rate"], p["failed_pct"]) for p in o.get("probes", [])]
               for label, o in outcomes.items()}

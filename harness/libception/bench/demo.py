@@ -49,6 +49,8 @@ def run(rig, s):
     common.print_table(rows, rig.log_plain)
     common.plot_rates(os.path.join(rig.out, "demo-rates.png"), rows,
                       "nginx on an emulated WD Red: max failure-free rate")
+    common.plot_throughput(os.path.join(rig.out, "demo-throughput.png"), rows,
+                           "server and disk throughput (paper Fig. 8)")
     common.plot_probes(os.path.join(rig.out, "demo-probes.png"), outcomes,
                        "failed sessions by offered rate")
     return 0

@@ -122,4 +122,6 @@ def run(rig, s):
     common.print_table(rows, rig.log_plain)
     common.plot_rates(os.path.join(rig.out, "servers-rates.png"), rows,
                       "servers: vanilla, libception, kernel tuning (paper Fig. 8, Table 3)")
+    common.plot_throughput(os.path.join(rig.out, "servers-throughput.png"), rows,
+                           "server and disk throughput (paper Fig. 8)")
     return 0

@@ -117,3 +117,20 @@ def test_usage_and_bad_resume(bench_out, scratch):
     assert p.returncode == 1
     assert p.stderr.startswith("libception bench: ") and "scenario" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_servers_scenario_screens_candidates_and_records_best(bench_out, harness_port):
+    p = subprocess.run([LIBCEPTION, "bench", "servers", "--quick", "--duration", "4",
+                        "--only", "lighttpd", "--out", str(bench_out), "--port",
+                        str(harness_port)], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    data = json.loads((bench_out / "servers.json").read_text())
+    screens = [r for r in data["runs"] if "screen" in r["point"]]
+    assert len(screens) == len(data["settings"]["candidates"]["lighttpd"])
+    best = json.loads((bench_out / "best.json").read_text())
+    assert set(best) == {"lighttpd"}
+    assert best["lighttpd"]["tunables"] in data["settings"]["candidates"]["lighttpd"]
+    labels = [line for line in p.stdout.splitlines() if "lighttpd" in line]
+    assert any("lighttpd libception" in line for line in labels)
+    assert any("kernel tuning" in line for line in labels)
+    assert (bench_out / "servers-throughput.png").exists()

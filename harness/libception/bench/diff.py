@@ -67,7 +67,7 @@ def _measure(rig, s, root, mode, pairs, tag):
     hd = None
     try:
         if mode == "libception":
-            sock = os.path.join(base, "receptiond.sock")
+            sock = rig.socket_path(tag)
             proc = daemon.start(sock, detached=False, in_cgroup=g.add,
                                 log=os.path.join(base, "receptiond.log"),
                                 args=["--prefetch", s["prefetch"]])

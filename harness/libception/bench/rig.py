@@ -11,6 +11,7 @@ libception runs get exactly the vanilla runs' memory.
 """
 import json
 import os
+import shutil
 
 from .. import cgroup, daemon, hddsim, servers
 from . import search
@@ -53,6 +54,16 @@ class Rig:
         self.lib_so = os.path.join(daemon.prefix(), "lib", "libception.so")
         self.only = []
 
+    def socket_path(self, tag):
+        """A socket path short enough for sun_path (108 bytes) wherever the
+        output directory is; its directory lives as long as the run."""
+        d = f"/tmp/libception-bench-{os.getpid()}"
+        if not os.path.isdir(d):
+            os.makedirs(d)
+            os.chmod(d, 0o755)
+            self.cleanup.push(f"remove {d}", lambda: shutil.rmtree(d, ignore_errors=True))
+        return os.path.join(d, f"{tag}.sock")
+
     def wants(self, label):
         """Whether --only lets configuration `label` run."""
         return not self.only or any(o in label for o in self.only)
@@ -92,7 +103,7 @@ class Rig:
         if MODES.get(mode, "?") == "?":
             raise ValueError(f"unknown mode {mode!r}")
         if mode != "vanilla":
-            h.socket = os.path.join(base, "receptiond.sock")
+            h.socket = self.socket_path(tag)
             env = servers.libception_env(self.lib_so, h.socket, MODES[mode],
                                          cfg.get("prefetch"))
         if mode in DAEMON_MODES:

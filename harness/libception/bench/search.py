@@ -10,6 +10,8 @@ until a rate fails (or passes), then bisect until the bracket is within
 repeat against the running server, after dropping the mount's page cache
 so that every probe starts cold whatever ran before it.
 """
+import os
+import signal
 import threading
 
 from .. import vidload
@@ -20,6 +22,25 @@ def _diff(a, b, key):
         return b[key] - a[key]
     except (KeyError, TypeError):
         return None
+
+
+def _kill_children(comm):
+    me = os.getpid()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        if ppid == me and name == comm:
+            try:
+                os.kill(int(d), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def _load(h, cfg, settings, rate, seed):
@@ -45,8 +66,16 @@ def _load(h, cfg, settings, rate, seed):
     threads = [threading.Thread(target=one, args=(i, ld)) for i, ld in enumerate(loads)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.join()
+    except BaseException:
+        # Interrupted: the threads' vidloads are our children; stop them so
+        # nothing outlives the run, then let the threads return.
+        _kill_children("vidload")
+        for t in threads:
+            t.join()
+        raise
     if errors:
         raise errors[0]
     started = sum(p["started"] for p in parts)

@@ -223,3 +223,16 @@ def test_sigterm_during_reads_unmounts(scratch, hddsim_mount):
         if reader.poll() is None:
             reader.kill()
             reader.wait()
+
+
+def test_custom_drive_file(scratch, small_library, hddsim_mount):
+    conf = scratch / "my.conf"
+    conf.write_text("drive tiny  # a made-up drive\nrpm 7200\ncapacity 1073741824\n"
+                    "rate_outer 100\nrate_middle 80\nrate_inner 50\n"
+                    "access_quarter 10\naccess_half 12\naccess_full 16\npolicy fifo\n")
+    m = hddsim_mount(small_library, drive="tiny", drive_file=conf)
+    assert "drive tiny" in m.banner and m.stats()["drive"] == "tiny"
+    conf.write_text("drive bad\nrpm fast\n")
+    (scratch / "m2").mkdir()
+    r = run_hddsim(scratch / "m2", "--library", small_library, "--drive", "bad", "--drive-file", conf)
+    assert r.returncode == 1 and f'drive file "{conf}" line 2' in r.stderr

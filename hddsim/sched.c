@@ -11,7 +11,6 @@
 
 #define PLUG_NS 50000
 
-
 int64_t sched_now(void)
 {
 	struct timespec ts;
@@ -158,6 +157,8 @@ void sched_wait(struct sched *s, struct sched_req *rq)
 		rq->done = 1;
 	}
 	int64_t late = now - rq->done_at;
+	/* A request taken within the plug may start before it arrived. */
+	int64_t wait = rq->start > rq->r.arrival ? rq->start - rq->r.arrival : 0;
 	if (rq->done) {
 		const struct model_cost *c = &rq->cost;
 		s->reads++;
@@ -166,16 +167,16 @@ void sched_wait(struct sched *s, struct sched_req *rq)
 		s->continued += c->hit == 2;
 		s->meta_reads += meta != 0;
 		s->busy += (uint64_t)c->total;
-		s->service += (uint64_t)(rq->done_at - rq->r.arrival);
-		s->wait += (uint64_t)(rq->start - rq->r.arrival);
+		s->service += (uint64_t)(rq->done_at - rq->start + wait);
+		s->wait += (uint64_t)wait;
 		s->seek_total += c->seek_dist;
 		hist_add(&s->lateness, (uint64_t)(late > 0 ? late : 0));
-		hist_add(&s->service_hist, (uint64_t)(rq->done_at - rq->r.arrival));
+		hist_add(&s->service_hist, (uint64_t)(rq->done_at - rq->start + wait));
 		snapshot(s, now);
 		if (s->trace)
 			fprintf(s->trace, "%.6f %" PRIu64 " %" PRIu64 " %" PRIu64 " %.3f %.3f %.3f %.3f %s\n",
 				(double)(rq->start - s->t0) / 1e9, pos, len, c->seek_dist,
-				(double)(rq->start - rq->r.arrival) / 1e3,
+				(double)wait / 1e3,
 				(double)(c->overhead + c->seek + c->rot) / 1e3, (double)c->xfer / 1e3,
 				(double)late / 1e3,
 				meta ? "meta" : c->hit == 1 ? "hit" : c->hit == 2 ? "cont" : "miss");

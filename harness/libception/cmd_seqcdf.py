@@ -8,6 +8,7 @@ length L the output gives the percentage of all bytes read that lie in
 sequences of at most L bytes.
 """
 import json
+import os
 import sys
 
 DEFAULT_KIB = [128, 256, 384, 512, 576, 1024, 1792, 1920, 2048, 4096, 8192, 16384]
@@ -58,6 +59,16 @@ def main(args):
         print(f"seqcdf: trace \"{args.trace}\": {e}", file=sys.stderr)
         return 1
     rows = cdf(seqs, [k * 1024 for k in args.kib])
+    try:
+        report(args, seqs, rows)
+    except BrokenPipeError:  # e.g. piped into head
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if args.plot:
+        plot(args, seqs)
+    return 0
+
+
+def report(args, seqs, rows):
     if args.json:
         print(json.dumps({"sequences": len(seqs), "bytes": sum(seqs),
                           "cdf": [{"kib": L // 1024, "percent": p} for L, p in rows]}))
@@ -65,22 +76,25 @@ def main(args):
         print(f"seqcdf: {len(seqs)} sequences, {sum(seqs) / 1e6:.1f} MB read")
         for L, p in rows:
             print(f"seqcdf: <= {L // 1024:6d} KiB  {p:6.2f} % of bytes")
-    if args.plot:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        xs = sorted(seqs)
-        total, acc, ys = sum(xs) or 1, 0, []
-        for s in xs:
-            acc += s
-            ys.append(100.0 * acc / total)
-        fig, ax = plt.subplots(figsize=(6, 4))
-        ax.step([x / 1024 for x in xs], ys, where="post")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("sequence length (KiB)")
-        ax.set_ylabel("% of bytes in sequences <= length")
-        ax.set_title(args.trace)
-        ax.grid(True, alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(args.plot)
-    return 0
+    sys.stdout.flush()
+
+
+def plot(args, seqs):
+    """Draw the CDF of bytes over sequence length into args.plot."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    xs = sorted(seqs)
+    total, acc, ys = sum(xs) or 1, 0, []
+    for s in xs:
+        acc += s
+        ys.append(100.0 * acc / total)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.step([x / 1024 for x in xs], ys, where="post")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length (KiB)")
+    ax.set_ylabel("% of bytes in sequences <= length")
+    ax.set_title(args.trace)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(args.plot)

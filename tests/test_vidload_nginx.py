@@ -137,3 +137,18 @@ def test_search_bisects_to_the_capacity(vidload_lib, vidload_nginx, tmp_path):
     assert passed and failed
     assert out["answer"] == max(passed) and max(passed) < min(failed)
     assert min(failed) - out["answer"] <= 2
+
+
+def test_server_closes_are_survived_by_reconnecting(vidload_lib, vidload_nginx):
+    """nginx closing idle connections (3 s keep-alive, less than the 10 s
+    between segments) and closing after every second request (so one of
+    the three pipelined opening requests must be asked again) fails nothing."""
+    srv = vidload_nginx(vidload_lib.root, http_extra="keepalive_requests 2;",
+                        server_extra="keepalive_timeout 3s;")
+    r = vidload.run(srv.url, vidload_lib.library, rate=2, duration=14, seed=8, views="0,1",
+                    progress=0)["result"]
+    assert r["started"] > 0 and r["failed"] == 0, r["first_error"]
+    assert r["reconnects"] >= r["started"]
+    # Each segment answered once, in full, on whichever connection.
+    served = [b for reqs in log_requests(srv.log).values() for *_, status, b in reqs if status in (200, 206)]
+    assert served.count(SEGMENT) >= r["segments"]

@@ -53,6 +53,7 @@ struct sess {
 	int64_t start;                /* planned start, ns */
 	uint64_t seg_bytes;
 	unsigned nseg, next_send, next_recv;
+	unsigned conn_gen;            /* bumped by every connect */
 	/* link */
 	double rate;                  /* bytes per ns, 0 = unlimited */
 	double tokens, cap;
@@ -178,6 +179,7 @@ static int sess_connect(struct run *r, struct sess *s)
 	int one = 1;
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = s };
 
+	s->conn_gen++;
 	s->fd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->fd < 0) {
 		sess_fail(r, s, VL_ERR_CLIENT, "socket: %s", strerror(errno));
@@ -348,7 +350,9 @@ static long check_bytes(uint64_t seed, uint64_t off, const char *p, size_t len)
 /* Feed received bytes to the response parser; -1 if the session ended. */
 static int sess_consume(struct run *r, struct sess *s, const char *p, size_t n, int64_t now)
 {
-	while (n > 0) {
+	unsigned gen = s->conn_gen;
+	/* Stop at a reconnect: anything after a Connection: close reply is not ours. */
+	while (n > 0 && s->conn_gen == gen && s->fd >= 0) {
 		if (s->next_recv >= s->next_send) {
 			sess_fail(r, s, VL_ERR_HTTP, "%s: data without a request", s->v->name);
 			return -1;

@@ -3,11 +3,13 @@ every byte verified, the fixed request schedule kept (seen from the server's
 access log), deadline failures when the server is too slow, the emulated
 link rates, integrity failures on wrong content, and the rate search."""
 import collections
+import os
 import re
+import shutil
 import pytest
 
-from fixtures_vidload import SEGMENT, materialize, write_library, SD
-from libception import vidload
+from fixtures_vidload import SEGMENT, SD, materialize, served_dir, write_library
+from libception import hddsim, vidload
 
 
 def log_requests(path):
@@ -152,3 +154,23 @@ def test_server_closes_are_survived_by_reconnecting(vidload_lib, vidload_nginx):
     # Each segment answered once, in full, on whichever connection.
     served = [b for reqs in log_requests(srv.log).values() for *_, status, b in reqs if status in (200, 206)]
     assert served.count(SEGMENT) >= r["segments"]
+
+
+def test_sessions_against_nginx_on_an_hddsim_mount(vidload_lib, vidload_nginx):
+    """The real set-up: nginx serving hddsim's emulated disk, whose content
+    vidload checks byte for byte (same library file for both)."""
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("no /dev/fuse")
+    d = served_dir("mnt")
+    mount = None
+    try:
+        mount = hddsim.Mount(os.path.join(d, "mnt"), library=vidload_lib.library)
+        srv = vidload_nginx(mount.path)
+        r = vidload.run(srv.url, vidload_lib.library, rate=2, duration=8, seed=9,
+                        progress=0)["result"]
+        assert r["started"] > 0 and r["segments"] > 0
+        assert r["failed"] == 0, r["first_error"]
+    finally:
+        if mount:
+            mount.unmount()
+        shutil.rmtree(d, ignore_errors=True)

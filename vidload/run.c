@@ -419,7 +419,7 @@ static int sess_read(struct run *r, struct sess *s, int64_t now)
 			}
 			want = (size_t)s->tokens < want ? (size_t)s->tokens : want;
 		} else if (turn == READS_PER_TURN) {
-			s->resume = now;  /* let the others run */
+			s->resume = now + 1;  /* let the others run (after this timer pass) */
 			return 0;
 		}
 		ssize_t n = read(s->fd, r->buf, want);
@@ -472,7 +472,8 @@ static void sess_step(struct run *r, struct sess *s, int64_t now)
 		wake = t < wake ? t : wake;
 	}
 	wake = s->resume < wake ? s->resume : wake;
-	heap_set(&r->timers, &s->timer, wake);
+	if (heap_set(&r->timers, &s->timer, wake))
+		sess_fail(r, s, VL_ERR_CLIENT, "out of memory for timers");
 }
 
 static void sess_event(struct run *r, struct sess *s, uint32_t ev, int64_t now)

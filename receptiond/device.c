@@ -8,12 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cfg.h"
 #include "log.h"
 
 void *rd_worker_main(void *arg);   /* worker.c */
+
+/* How long exiting waits for workers to finish their current piece. */
+#define RD_STOP_WAIT_NS (3ull * 1000000000u)
 
 /* fs_dev -> device; partitions of one disk share a device. */
 struct dev_map {
@@ -258,9 +262,27 @@ void rd_device_stop_all(void)
 		pthread_cond_broadcast(&d->cond);
 		pthread_mutex_unlock(&d->lock);
 	}
+	/* Workers stop after their current piece, but one blocked on a hung
+	 * device (a stopped FUSE server) may never return: wait a bounded
+	 * time, and leave such a device's policy alone (its worker could still
+	 * call a hook) — the process is about to exit anyway. */
+	uint64_t deadline = rd_now_ns() + RD_STOP_WAIT_NS;
 	for (struct rd_device *d = devices; d; d = d->next) {
-		for (unsigned i = 0; i < d->nworkers; i++)
-			pthread_join(d->workers[i], NULL);
+		int all = 1;
+		for (unsigned i = 0; i < d->nworkers; i++) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			uint64_t left = deadline > rd_now_ns() ? deadline - rd_now_ns() : 0;
+			uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + left;
+			ts.tv_sec = (time_t)(t / 1000000000u);
+			ts.tv_nsec = (long)(t % 1000000000u);
+			if (pthread_timedjoin_np(d->workers[i], NULL, &ts) != 0)
+				all = 0;
+		}
+		if (!all) {
+			rd_log("device %s: a read is still blocked; exiting without it", d->name);
+			continue;
+		}
 		if (d->policy.ops->destroy)
 			d->policy.ops->destroy(&d->policy);
 	}

@@ -53,3 +53,36 @@ def test_hung_fuse_device_does_not_stall_the_others(receptiond, scratch, hddsim_
     r = result["fuse"]
     assert isinstance(r, dict) and r["status"] == lcd.ST_OK, r
     assert r["bytes_read"] == 2 * MiB
+
+
+def test_exits_on_sigterm_with_a_read_blocked(receptiond, scratch, hddsim_mount):
+    lib = write_library(scratch / "b.lcvl", [("v.mp4", 8 * MiB, 419430, 0)])
+    m = hddsim_mount(lib, name="blocked", read_ahead_kb=0)
+    fd = os.open(os.path.join(m.path, "v.mp4"), os.O_RDONLY)
+    s = receptiond.connect()
+    os.kill(m.pid, signal.SIGSTOP)
+    try:
+        lcd.send_msg(s, lcd.pack_ensure(0, 4096, req_id=1), [fd])
+        for _ in range(500):
+            fuse = [d for d in receptiond.stats()["devices"] if d["name"].startswith("fuse-")]
+            if fuse and fuse[0]["inflight_now"] == 1:
+                break
+            threading.Event().wait(0.01)
+        assert fuse and fuse[0]["inflight_now"] == 1
+        receptiond.signal(signal.SIGTERM)
+        # The daemon does its part at once: gives up the socket, logs and
+        # exits.  (The kernel cannot reap a thread waiting for a FUSE
+        # answer already handed to the server, so the process itself
+        # finishes exiting when the server answers, below.)
+        for _ in range(3000):
+            if "receptiond: exited" in receptiond.log_text():
+                break
+            threading.Event().wait(0.01)
+        assert "a read is still blocked; exiting without it" in receptiond.log_text()
+        assert "receptiond: exited" in receptiond.log_text()
+        assert not os.path.exists(receptiond.path)
+    finally:
+        os.kill(m.pid, signal.SIGCONT)
+        s.close()
+        os.close(fd)
+    assert receptiond.proc.wait(timeout=60) == 0

@@ -25,6 +25,7 @@ class Progress:
     def begin(self, what):
         """A step starts: print it with elapsed time and ETA."""
         self.step_start = self.clock()
+        self.total = max(self.total, self.done + 1)   # more steps than estimated
         self.line(f"[{self.done + 1}/{self.total}] {what}")
 
     def end(self):

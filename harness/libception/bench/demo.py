@@ -22,7 +22,7 @@ def settings(quick):
 
 
 def steps(s):
-    return 12
+    return 14
 
 
 def run(rig, s):

@@ -174,3 +174,10 @@ def test_sessions_against_nginx_on_an_hddsim_mount(vidload_lib, vidload_nginx):
         if mount:
             mount.unmount()
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_failing_between_command_stops_the_search(vidload_lib, vidload_nginx):
+    srv = vidload_nginx(vidload_lib.root)
+    with pytest.raises(vidload.VidloadError, match='vidload: --between "false" failed'):
+        vidload.search(srv.url, vidload_lib.library, lo=1, hi=2, duration=2, between="false",
+                       timeout=60)

@@ -260,7 +260,12 @@ def test_two_programs_are_serialized(need_library, receptiond, scratch):
     procs, before = start_readers(receptiond, files)
     outs = [p.communicate("go\n", timeout=120)[0].strip() for p in procs]
     assert outs == want
-    assert delta(receptiond, before) == {"requests": 32, "reads": 32, "bytes_read": 64 * MiB}
+    got = delta(receptiond, before)
+    # Every window read once; on a loaded machine the kernel may drop one
+    # freshly read page before the program gets to it, which costs one
+    # more (page-sized) read, so allow a page per file.
+    assert 32 <= got["requests"] <= 34 and 32 <= got["reads"] <= 34, got
+    assert 64 * MiB <= got["bytes_read"] <= 64 * MiB + 2 * 4096, got
     assert all(d["inflight_max"] == 1 for d in receptiond.stats()["devices"])
 
 

@@ -39,8 +39,11 @@ def test_trace_and_counters_describe_a_sequential_read(scratch, hddsim_mount):
     data = [r for r in rows if r["kind"] != "meta"]
     assert [r["kind"] for r in rows].count("meta") == 1  # the inode, once
     assert sum(r["len"] for r in data) == 8 << 20
-    # One stream, in order: every command continues the last one.
-    assert all(b["pos"] == a["pos"] + a["len"] for a, b in zip(data, data[1:]))
+    # One stream: the commands tile the file exactly, no byte read twice.
+    # (Their arrival order is the kernel's: with several FUSE threads two
+    # pieces of one read can swap places on a loaded machine.)
+    tiles = sorted(data, key=lambda r: r["pos"])
+    assert all(b["pos"] == a["pos"] + a["len"] for a, b in zip(tiles, tiles[1:]))
     assert all(r["position_us"] == 0 for r in data[1:] if r["kind"] == "cont")
     assert st["reads"] == len(rows) and st["bytes"] == sum(r["len"] for r in rows)
     assert 0 < st["utilisation"] <= 1

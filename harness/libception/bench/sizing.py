@@ -37,7 +37,7 @@ def settings(quick):
     return {"library": {"preset": "sd", "count": 60 if quick else 1000, "seed": 1},
             "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red", "server": "nginx",
             "tunables": tunables, "tunables_source": source,
-            "sizes": ["1M", "2M", "4M"] if quick else ["1M", "2M", "4M", "8M"],
+            "sizes": ["1M", "2M", "4M"] if quick else ["512K", "1M", "2M", "4M", "8M"],
             "adaptive": "interval=5s,ramp=1s" if quick else "interval=20s,ramp=5s",
             "adaptive_starts": ["1M", "8M"],
             "profile_budget": 15 if quick else 60,

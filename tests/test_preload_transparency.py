@@ -107,6 +107,10 @@ def test_error_cases_unchanged(preload_built, files, tmp_path, mode):
     # the helper really exercised the failures (guards against a silent no-op)
     assert "read_dir -1 EISDIR" in text and "pread_negative -1 EINVAL" in text
     assert "read_socket 5 -" in text and "pread_socket -1 ESPIPE" in text
+    # unreadable offset pointers and iovecs: EFAULT, not a crash
+    for case in ("sendfile_wild_off", "sendfile_noread_off", "cfr_wild_off",
+                 "splice_noread_off", "readv_wild_iov", "readv_iov_crosses_noread"):
+        assert f"{case} -1 EFAULT" in text
 
 
 PY_READER = r'''

@@ -12,9 +12,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -199,6 +201,39 @@ static int errors(const char *path, const char *dir)
 		close(s[0]);
 		close(s[1]);
 	}
+	/* Pointers the program cannot read: the kernel answers EFAULT, and
+	 * so must the library (it reads offsets and iovecs before the call).
+	 * An address never mapped, and a mapped page without PROT_READ. */
+	/* volatile: the compiler must not see (and refuse) the bad address */
+	volatile uintptr_t wild_addr = 16;
+	off_t *wild = (off_t *)wild_addr;
+	char *pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (pages == MAP_FAILED)
+		die("mmap");
+	mprotect(pages + 4096, 4096, PROT_NONE);
+	off_t *noread = (off_t *)(pages + 4096);
+	int dn = open("/dev/null", O_WRONLY);
+	int sp[2];
+	if (pipe(sp) < 0)
+		die("pipe");
+	CASE("sendfile_wild_off", fd, sendfile(dn, fd, wild, 10));
+	CASE("sendfile_noread_off", fd, sendfile(dn, fd, noread, 10));
+	CASE("sendfile64_wild_off", fd, sendfile64(dn, fd, wild, 10));
+	CASE("cfr_wild_off", fd, copy_file_range(fd, wild, dn, NULL, 10, 0));
+	CASE("cfr_noread_off", fd, copy_file_range(fd, noread, dn, NULL, 10, 0));
+	CASE("splice_wild_off", fd, splice(fd, wild, sp[1], NULL, 10, 0));
+	CASE("splice_noread_off", fd, splice(fd, noread, sp[1], NULL, 10, 0));
+	CASE("readv_wild_iov", fd, readv(fd, (struct iovec *)wild_addr, 1));
+	CASE("preadv_noread_iov", fd, preadv(fd, (struct iovec *)noread, 1, 0));
+	/* an array whose first entry is readable and second is not */
+	struct iovec *edge = (struct iovec *)(pages + 4096 - sizeof(struct iovec));
+	*edge = (struct iovec){ buf, 10 };
+	CASE("readv_iov_crosses_noread", fd, readv(fd, edge, 2));
+	CASE("preadv2_iov_crosses_noread", fd, preadv2(fd, edge, 2, 0, 0));
+	close(sp[0]);
+	close(sp[1]);
+	close(dn);
+	munmap(pages, 8192);
 	CASE("preadv2_nowait", fd, preadv2(fd, &(struct iovec){ buf, 10 }, 1, 0, RWF_NOWAIT));
 	CASE("preadv2_cur", fd, preadv2(fd, &(struct iovec){ buf, 10 }, 1, -1, 0));
 	CASE("lseek_end", fd, lseek(fd, 0, SEEK_END));

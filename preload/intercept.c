@@ -37,7 +37,11 @@ static inline int bypass(void)
 	if (__builtin_expect(shim_in_shim, 0))
 		return 1;
 	if (__builtin_expect(!__atomic_load_n(&shim_ready, __ATOMIC_ACQUIRE), 0)) {
+		/* init (dlsym, getenv, the debug file) may set errno, and
+		 * the program's call may succeed without touching it */
+		int saved = errno;
 		shim_init();
+		errno = saved;
 		return shim_in_shim || !__atomic_load_n(&shim_ready, __ATOMIC_ACQUIRE);
 	}
 	return 0;
@@ -115,6 +119,14 @@ static int iov_readable(const struct iovec *iov, int cnt)
 	return 1;
 }
 
+/* The iovec wrappers read the program's array (one probe per page, then
+ * the lengths) only when the library is active at all. */
+#define PASS_IF_OFF(sym, ...)                                                   \
+	do {                                                                    \
+		if (bypass() || shim_cfg.mode == SHIM_MODE_OFF)                 \
+			return REAL(sym, __VA_ARGS__);                          \
+	} while (0)
+
 /* Total length of an iovec, or -1 if the kernel will refuse it anyway. */
 static int64_t iov_len(const struct iovec *iov, int cnt)
 {
@@ -170,6 +182,7 @@ SHIM_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t
 
 SHIM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
+	PASS_IF_OFF(readv, fd, iov, cnt);
 	int64_t len = iov_len(iov, cnt);
 	if (len < 0)
 		return REAL(readv, fd, iov, cnt);
@@ -178,16 +191,18 @@ SHIM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 
 SHIM_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	int64_t len = iov_len(iov, cnt);
-	if (len < 0 || off < 0)
+	PASS_IF_OFF(preadv, fd, iov, cnt, off);
+	int64_t len = off < 0 ? -1 : iov_len(iov, cnt);
+	if (len < 0)
 		return REAL(preadv, fd, iov, cnt, off);
 	WRAP(LC_CALL_PREADV, fd, off, (uint64_t)len, preadv, fd, iov, cnt, off);
 }
 
 SHIM_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	int64_t len = iov_len(iov, cnt);
-	if (len < 0 || off < 0)
+	PASS_IF_OFF(preadv64, fd, iov, cnt, off);
+	int64_t len = off < 0 ? -1 : iov_len(iov, cnt);
+	if (len < 0)
 		return REAL(preadv64, fd, iov, cnt, off);
 	WRAP(LC_CALL_PREADV, fd, off, (uint64_t)len, preadv64, fd, iov, cnt, off);
 }
@@ -196,16 +211,18 @@ SHIM_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off
  * all: the caller wants to never block) passes straight through. */
 SHIM_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
-	int64_t len = iov_len(iov, cnt);
-	if (len < 0 || off < -1 || flags)
+	PASS_IF_OFF(preadv2, fd, iov, cnt, off, flags);
+	int64_t len = off < -1 || flags ? -1 : iov_len(iov, cnt);
+	if (len < 0)
 		return REAL(preadv2, fd, iov, cnt, off, flags);
 	WRAP(LC_CALL_PREADV, fd, off, (uint64_t)len, preadv2, fd, iov, cnt, off, flags);
 }
 
 SHIM_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
-	int64_t len = iov_len(iov, cnt);
-	if (len < 0 || off < -1 || flags)
+	PASS_IF_OFF(preadv64v2, fd, iov, cnt, off, flags);
+	int64_t len = off < -1 || flags ? -1 : iov_len(iov, cnt);
+	if (len < 0)
 		return REAL(preadv64v2, fd, iov, cnt, off, flags);
 	WRAP(LC_CALL_PREADV, fd, off, (uint64_t)len, preadv64v2, fd, iov, cnt, off, flags);
 }

@@ -7,13 +7,12 @@
  *   bad mode         -> off (pass everything through)
  *   bad size/timeout -> the default
  */
-#include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shim.h"
+#include "size.h"
 
 struct shim_config shim_cfg;
 
@@ -41,35 +40,10 @@ int shim_parse_mode(const char *s, enum shim_mode *out)
 	return -1;
 }
 
-/* "2097152", "2048K", "2M", "1G" (binary units, case-insensitive). */
+/* 1 TiB is far beyond any sane prefetch; refusing it catches typos. */
 int shim_parse_size(const char *s, uint64_t *out)
 {
-	if (!isdigit((unsigned char)s[0]))
-		return -1;
-	errno = 0;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	unsigned shift = 0;
-	switch (*end) {
-	case '\0': break;
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: return -1;
-	}
-	if (*end == 'i' && shift)  /* accept KiB-style "2Mi"/"2MiB" too */
-		end++;
-	if ((*end == 'b' || *end == 'B') && shift)
-		end++;
-	if (*end != '\0')
-		return -1;
-	/* 1 TiB is far beyond any sane prefetch; refusing it catches typos */
-	if (v > (1ull << 40) >> shift)
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
+	return lc_parse_size(s, 1ull << 40, out);
 }
 
 static void note(struct shim_config *cfg, const char *var, const char *val, const char *why)

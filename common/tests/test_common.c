@@ -7,7 +7,9 @@
 #include "content.h"
 #include "hist.h"
 #include "library.h"
+#include "size.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,12 +114,37 @@ static void t_hist(void)
 		CHECK(hist_bucket(hist_bucket_top(b)) == b && hist_bucket(hist_bucket_top(b) + 1) == b + 1);
 }
 
+static void t_size(void)
+{
+	uint64_t v = 7;
+	CHECK(lc_parse_size("4096", UINT64_MAX, &v) == 0 && v == 4096);
+	CHECK(lc_parse_size("512k", UINT64_MAX, &v) == 0 && v == 512u << 10);
+	CHECK(lc_parse_size("2M", UINT64_MAX, &v) == 0 && v == 2u << 20);
+	CHECK(lc_parse_size("2Mi", UINT64_MAX, &v) == 0 && v == 2u << 20);
+	CHECK(lc_parse_size("2mib", UINT64_MAX, &v) == 0 && v == 2u << 20);
+	CHECK(lc_parse_size("1GiB", UINT64_MAX, &v) == 0 && v == 1u << 30);
+	CHECK(lc_parse_size("3MB", UINT64_MAX, &v) == 0 && v == 3u << 20);
+	CHECK(lc_parse_size("1024G", 1ull << 40, &v) == 0 && v == 1ull << 40);
+	v = 7;
+	CHECK(lc_parse_size("1025G", 1ull << 40, &v) == -1 && v == 7);
+	CHECK(lc_parse_size(NULL, UINT64_MAX, &v) == -1);
+	CHECK(lc_parse_size("", UINT64_MAX, &v) == -1);
+	CHECK(lc_parse_size("-1", UINT64_MAX, &v) == -1);
+	CHECK(lc_parse_size("2X", UINT64_MAX, &v) == -1);
+	CHECK(lc_parse_size("2iB", UINT64_MAX, &v) == -1);
+	CHECK(lc_parse_size("2M ", UINT64_MAX, &v) == -1);
+	CHECK(lc_parse_size("17179869184G", UINT64_MAX, &v) == -1);  /* 2^64 bytes */
+	errno = 5;
+	CHECK(lc_parse_size("99999999999999999999", UINT64_MAX, &v) == -1 && errno == 5);
+}
+
 int main(void)
 {
 	t_library_valid();
 	t_library_errors();
 	t_content();
 	t_hist();
+	t_size();
 	if (failures) {
 		fprintf(stderr, "test_common: %d failure(s)\n", failures);
 		return 1;

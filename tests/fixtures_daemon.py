@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conftest import BIN, LIBCEPTION_SO
+from fixtures_common import drop_cache
 from libception import daemon as lcd
 
 RECEPTIOND = os.path.join(BIN, "receptiond")
@@ -31,14 +32,6 @@ def make_cold_file(path, size, seed=1):
         os.fsync(f.fileno())
     drop_cache(path)
     return path
-
-
-def drop_cache(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def cached_pages(path, off=0, length=0):

@@ -14,6 +14,7 @@ import threading
 import pytest
 
 from conftest import LIBCEPTION_SO, ROOT
+from fixtures_common import drop_cache
 
 PRELOAD_DIR = os.path.join(ROOT, "preload")
 T_CALLS = os.path.join(PRELOAD_DIR, "tests", "t_calls")
@@ -43,14 +44,6 @@ def preload_built():
                     "PREFIX=" + os.path.join(ROOT, "build"), "DESTDIR="],
                    check=True, stdout=subprocess.DEVNULL)
     return LIBCEPTION_SO
-
-
-def drop_cache(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def write_file(path, size, seed=0):

@@ -2,7 +2,6 @@
 program runs under libception.so.  The program must always finish with
 identical output; after a restart prefetching resumes."""
 import hashlib
-import os
 import signal
 import subprocess
 import sys
@@ -10,25 +9,10 @@ import time
 
 import pytest
 
-from fixtures_daemon import Daemon, drop_cache, make_cold_file
+from fixtures_common import drop_cache, reader_cmd, sha256_of
+from fixtures_daemon import Daemon, make_cold_file
 
 MiB = 1 << 20
-
-READER = r"""
-import hashlib, os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-h = hashlib.sha256()
-h.update(os.read(fd, 4096))
-print("first", flush=True)
-sys.stdin.readline()
-while True:
-    b = os.read(fd, 4096)
-    if not b:
-        break
-    h.update(b)
-print(h.hexdigest(), flush=True)
-"""
 
 # Reads the files over and over (cold each time) until STOP exists;
 # prints the number of rounds and whether every round matched.
@@ -57,14 +41,9 @@ print(rounds, "ok" if bad == 0 else "BAD", flush=True)
 """
 
 
-def sha256_of(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
 def run_reader(env, path, between):
     """Run READER on path; call between() after its first read."""
-    p = subprocess.Popen([sys.executable, "-c", READER, path], stdin=subprocess.PIPE,
+    p = subprocess.Popen(reader_cmd(path, "random", "pause"), stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert p.stdout.readline().strip() == "first"

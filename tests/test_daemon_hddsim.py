@@ -3,25 +3,12 @@ of its own with its own queue; a program reading 4 KiB at a time under
 libception.so makes the emulated disk see prefetch-size runs, serialized."""
 import os
 import subprocess
-import sys
 import threading
 
+from fixtures_common import reader_cmd
 from fixtures_hddsim import content_bytes, write_library
 
 MiB = 1 << 20
-
-READER = r"""
-import hashlib, os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-h = hashlib.sha256()
-while True:
-    b = os.read(fd, 4096)
-    if not b:
-        break
-    h.update(b)
-print(h.hexdigest(), flush=True)
-"""
-
 
 def trace_rows(path):
     rows = []
@@ -62,7 +49,7 @@ def test_each_mount_is_a_device_and_reads_come_in_windows(need_library, receptio
     outs = [None, None]
 
     def read(i):
-        r = subprocess.run([sys.executable, "-c", READER, os.path.join(mounts[i].path, f"v{i}.mp4")],
+        r = subprocess.run(reader_cmd(os.path.join(mounts[i].path, f"v{i}.mp4")),
                            capture_output=True, text=True, timeout=300, env=receptiond.env())
         outs[i] = (r.returncode, r.stdout.strip())
 

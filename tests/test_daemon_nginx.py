@@ -2,26 +2,16 @@
 libception.so gets prefetching from the root daemon: the workers may not
 cachestat those files, the socket lets them in, and the daemon's stats
 show ENSUREs from www-data processes and windows of the prefetch size."""
-import http.client
 import os
 import pwd
 
 import pytest
 
-from fixtures_daemon import drop_cache, make_cold_file
+from fixtures_common import drop_cache, http_get
+from fixtures_daemon import make_cold_file
 from libception import servers
 
 MiB = 1 << 20
-
-
-def get(port, path):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
 
 
 @pytest.mark.parametrize("sendfile", [True, False], ids=["sendfile-on", "sendfile-off"])
@@ -49,7 +39,7 @@ def test_nginx_www_data_workers_get_prefetching(need_library, receptiond, scratc
     try:
         s.start(env=servers.libception_env(need_library, receptiond.path))
         for name, data in want.items():
-            status, body = get(harness_port, "/" + name)
+            status, body = http_get(harness_port, "/" + name)
             assert status == 200 and body == data, name
     finally:
         s.stop()

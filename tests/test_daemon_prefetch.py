@@ -2,16 +2,15 @@
 clipped at end of file, cached pieces are skipped, hits are answered
 without I/O, overlapping requests are merged and one device serves one
 read at a time."""
-import hashlib
 import os
 import signal
 import subprocess
-import sys
 import threading
 
 import pytest
 
-from fixtures_daemon import cached_pages, drop_cache, make_cold_file
+from fixtures_common import drop_cache, reader_cmd, sha256_of
+from fixtures_daemon import cached_pages, make_cold_file
 from libception import daemon as lcd
 
 MiB = 1 << 20
@@ -125,24 +124,28 @@ def test_overlapping_requests_are_merged(receptiond, scratch):
     assert dev["bytes_read"] == 64 * MiB + 2 * MiB
 
 
+def ensure_windows(d, path, windows, errors):
+    """One client thread: ENSURE the first 4 KiB of each of the first
+    `windows` 2 MiB windows of a cold file, each of which the daemon must
+    read whole.  Failures go to `errors` (a thread cannot fail the test)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        with d.connect() as s:
+            for k in range(windows):
+                r = lcd.ensure(s, fd, k * 2 * MiB, 4096, req_id=k + 1)
+                assert r["status"] == lcd.ST_OK and r["bytes_read"] == 2 * MiB, r
+        os.close(fd)
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        errors.append(e)
+
+
 def test_one_read_at_a_time_per_device(receptiond, scratch):
     """Eight clients at once on one device: requests queue up (the queue
     held several) but never more than one read runs."""
     files = [make_cold_file(str(scratch / f"f{i}"), 16 * MiB, seed=i) for i in range(8)]
     errors = []
-
-    def client(path):
-        try:
-            fd = os.open(path, os.O_RDONLY)
-            with receptiond.connect() as s:
-                for k in range(8):
-                    r = lcd.ensure(s, fd, k * 2 * MiB, 4096, req_id=k + 1)
-                    assert r["status"] == lcd.ST_OK and r["bytes_read"] == 2 * MiB, r
-            os.close(fd)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=client, args=(p,)) for p in files]
+    threads = [threading.Thread(target=ensure_windows, args=(receptiond, p, 8, errors))
+               for p in files]
     for t in threads:
         t.start()
     for t in threads:
@@ -174,34 +177,6 @@ def test_devices_get_their_own_queues(receptiond, scratch):
     assert any(n.startswith("tmpfs-") for n in names), names
 
 
-READER = r"""
-import hashlib, os, sys
-# Python's own start-up may read cold files through the daemon too; the
-# test takes its baseline at "ready", after every import.
-print("ready", flush=True)
-sys.stdin.readline()
-fd = os.open(sys.argv[1], os.O_RDONLY)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no kernel readahead: only the daemon enlarges
-h = hashlib.sha256()
-first = os.read(fd, 4096)
-h.update(first)
-if len(sys.argv) > 2:
-    print("first", flush=True)
-    sys.stdin.readline()
-while True:
-    b = os.read(fd, 4096)
-    if not b:
-        break
-    h.update(b)
-print(h.hexdigest(), flush=True)
-"""
-
-
-def sha256_of(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
 COUNTERS = ("requests", "reads", "bytes_read")
 
 
@@ -218,7 +193,7 @@ def delta(d, before):
 def start_readers(d, files, pause=False):
     """Start READER on each file; returns (procs, baseline counters) once
     all are ready to read."""
-    procs = [subprocess.Popen([sys.executable, "-c", READER, f] + (["pause"] if pause else []),
+    procs = [subprocess.Popen(reader_cmd(f, "ready", "random", *(["pause"] if pause else [])),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                               env=d.env()) for f in files]
     for p in procs:
@@ -275,22 +250,10 @@ def test_parallel_reads_when_the_policy_allows(make_daemon, scratch):
     d = make_daemon(["--policy", "fixed:2M,parallel=4"])
     files = [make_cold_file(str(scratch / f"p{i}"), 32 * MiB, seed=i) for i in range(8)]
     errors = []
-
-    def client(path):
-        try:
-            fd = os.open(path, os.O_RDONLY)
-            with d.connect() as s:
-                for k in range(16):
-                    r = lcd.ensure(s, fd, k * 2 * MiB, 4096, req_id=k + 1)
-                    assert r["status"] == lcd.ST_OK and r["bytes_read"] == 2 * MiB, r
-            os.close(fd)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
     # Stop the daemon while the clients queue up so the workers find a
     # full queue when it resumes.
     d.signal(signal.SIGSTOP)
-    threads = [threading.Thread(target=client, args=(p,)) for p in files]
+    threads = [threading.Thread(target=ensure_windows, args=(d, p, 16, errors)) for p in files]
     try:
         for t in threads:
             t.start()

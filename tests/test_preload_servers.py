@@ -3,12 +3,12 @@
 On) serve root-owned files byte-exact from workers running as www-data,
 which may not cachestat those files, so every prefetch must come from the
 daemon; its statistics show requests enlarged to the prefetch size."""
-import http.client
 import os
 
 import pytest
 
-from fixtures_preload import drop_cache, write_file
+from fixtures_common import drop_cache, http_get
+from fixtures_preload import write_file
 from libception import servers
 
 CONFIGS = [
@@ -18,16 +18,6 @@ CONFIGS = [
     ("lighttpd", {}),
     ("apache", {"mpm": "event", "sendfile": True}),
 ]
-
-
-def _get(port, path):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
 
 
 @pytest.mark.parametrize("name,tunables", CONFIGS,
@@ -50,7 +40,7 @@ def test_server_as_www_data_gets_prefetching(preload_built, name, tunables, scra
         s.start(cgroup=harness_cgroup(512 * 2**20),
                 env=servers.libception_env(preload_built, d.path))
         for fname, data in files.items():
-            status, body = _get(harness_port, "/" + fname)
+            status, body = http_get(harness_port, "/" + fname)
             assert status == 200, fname
             assert body == data, fname
     finally:

@@ -86,31 +86,24 @@ static void member(struct rd_json *j, const char *key)
 	j->need_comma = 1;
 }
 
-void rd_json_obj_begin(struct rd_json *j, const char *key)
+/* An object or array: `open` after the member's key, `close` at the end. */
+static void open_container(struct rd_json *j, const char *key, const char *open)
 {
 	member(j, key);
-	put(j, "{", 1);
+	put(j, open, 1);
 	j->need_comma = 0;
 }
 
-void rd_json_obj_end(struct rd_json *j)
+static void close_container(struct rd_json *j, const char *close)
 {
-	put(j, "}", 1);
+	put(j, close, 1);
 	j->need_comma = 1;
 }
 
-void rd_json_arr_begin(struct rd_json *j, const char *key)
-{
-	member(j, key);
-	put(j, "[", 1);
-	j->need_comma = 0;
-}
-
-void rd_json_arr_end(struct rd_json *j)
-{
-	put(j, "]", 1);
-	j->need_comma = 1;
-}
+void rd_json_obj_begin(struct rd_json *j, const char *key) { open_container(j, key, "{"); }
+void rd_json_obj_end(struct rd_json *j)                    { close_container(j, "}"); }
+void rd_json_arr_begin(struct rd_json *j, const char *key) { open_container(j, key, "["); }
+void rd_json_arr_end(struct rd_json *j)                    { close_container(j, "]"); }
 
 void rd_json_u64(struct rd_json *j, const char *key, uint64_t v)
 {

@@ -1,5 +1,5 @@
 """Helpers several components' tests share: the page cache, file digests,
-one HTTP GET, and READER, a Python program that reads a file 4 KiB at a
+video library files, one HTTP GET, and READER, a Python program that reads a file 4 KiB at a
 time (the smallest reads, so whatever is enlarged, libception did)."""
 import hashlib
 import http.client
@@ -19,6 +19,16 @@ def drop_cache(path):
 def sha256_of(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
+
+
+def write_library(path, videos):
+    """A video library file (docs/library-format.md) listing videos, as
+    (name, bytes, bitrate, chunk) tuples; returns path."""
+    with open(path, "w", encoding="ascii") as f:
+        f.write("lcvl 1\n")
+        for name, size, rate, chunk in videos:
+            f.write(f"video {name} {size} {rate} {chunk}\n")
+    return path
 
 
 def http_get(port, path, timeout=60):

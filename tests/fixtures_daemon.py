@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import BIN, LIBCEPTION_SO
-from fixtures_common import drop_cache
+from fixtures_common import drop_cache  # tests import it from here too
 from libception import daemon as lcd
 
 RECEPTIOND = os.path.join(BIN, "receptiond")

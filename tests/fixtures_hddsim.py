@@ -5,6 +5,7 @@ import struct
 
 import pytest
 
+from fixtures_common import write_library  # noqa: F401 - tests import it from here
 from libception import hddsim
 
 M64 = (1 << 64) - 1
@@ -50,14 +51,6 @@ def expected_files(library):
         for k in range((size + chunk - 1) // chunk):
             out[f"{name}/{k:06d}"] = (name, k * chunk, min(chunk, size - k * chunk))
     return out
-
-
-def write_library(path, library):
-    with open(path, "w", encoding="ascii") as f:
-        f.write("lcvl 1\n")
-        for name, size, rate, chunk in library:
-            f.write(f"video {name} {size} {rate} {chunk}\n")
-    return path
 
 
 @pytest.fixture

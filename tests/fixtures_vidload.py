@@ -13,6 +13,7 @@ import types
 import pytest
 
 from conftest import bin_path
+from fixtures_common import write_library  # noqa: F401 - tests import it from here
 
 VIDLOAD_PORT_BASE = 18400
 SEGMENT = 524288           # 10 s at 419430 b/s
@@ -25,14 +26,6 @@ def served_dir(prefix):
     d = tempfile.mkdtemp(prefix=f"vidload-{prefix}-", dir="/tmp")
     os.chmod(d, 0o755)
     return d
-
-
-def write_library(path, videos):
-    """videos: (name, bytes, bitrate, chunk) tuples."""
-    with open(path, "w", encoding="ascii") as f:
-        f.write("lcvl 1\n")
-        for name, size, rate, chunk in videos:
-            f.write(f"video {name} {size} {rate} {chunk}\n")
 
 
 def materialize(library, root):

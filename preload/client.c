@@ -16,12 +16,16 @@
  * close it (daemons close everything they do not know) and reuse the
  * number.  Before every use the socket's inode is checked against the one
  * we connected, so we never write into a descriptor that became the
- * program's.
+ * program's.  It is moved to a high number (FD_FLOOR) so that the numbers
+ * open() and friends give the program -- always the lowest free one --
+ * are the ones it would get without the library.
  */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -47,6 +51,26 @@ static int have_key;
 static unsigned generation;
 static uint64_t backoff_until;  /* CLOCK_MONOTONIC ns; atomic */
 static int incompatible;        /* the daemon speaks another protocol version */
+
+/* Where our sockets go: 512, or half the fd limit when that is below
+ * 1024 (the kernel's fd table grows to hold the number, 8 bytes per
+ * slot, so not near a limit of a million). */
+#define FD_FLOOR 512
+
+static int move_out_of_the_way(int fd)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return fd;
+	int floor = rl.rlim_cur >= 2 * FD_FLOOR ? FD_FLOOR : (int)(rl.rlim_cur / 2);
+	if (fd >= floor)
+		return fd;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+	if (high < 0)  /* all taken up there: stay where we are */
+		return fd;
+	close(fd);
+	return high;
+}
 
 static int still_ours(struct conn *c)
 {
@@ -97,7 +121,7 @@ static struct conn *get_conn(void)
 		back_off(strerror(errno));
 		return NULL;
 	}
-	c->fd = fd;
+	c->fd = move_out_of_the_way(fd);
 	c->open = 1;
 	c->gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
 	c->dev = st.st_dev;

@@ -121,8 +121,20 @@ def test_program_reusing_our_socket_number_is_untouched(preload_built, preload_f
 import os, sys, fcntl
 a, b = sys.argv[1], sys.argv[2]
 fd = os.open(a, os.O_RDONLY); os.pread(fd, 4096, 0); os.close(fd)   # connects
-os.closerange(3, 1024)
+def is_socket(n):
+    try:
+        return os.readlink(f"/proc/self/fd/{n}").startswith("socket:")
+    except OSError:                                    # listdir's own fd
+        return False
+ours = [int(n) for n in os.listdir("/proc/self/fd") if is_socket(n)]
+assert ours, "the library never connected"
+os.closerange(3, 1 << 16)
 pipes = [os.pipe() for _ in range(8)]                  # reuse the low numbers
+for n in ours:                                         # and the library's own
+    r, w = os.pipe()
+    os.dup2(r, n)
+    os.close(r)
+    pipes.append((n, w))
 fd = os.open(b, os.O_RDONLY)
 data = os.pread(fd, 1 << 20, 0)                        # misses again
 leaked = 0
@@ -141,6 +153,25 @@ print(leaked, len(data))
     assert code == 0, err
     assert out.split() == [b"0", b"1048576"]
     assert len(d.requests) >= 2  # it reconnected for the second file
+
+
+def test_program_gets_the_same_fd_numbers(preload_built, preload_files, fake_daemon):
+    """open() returns the lowest free number: the library's connection to
+    the daemon, made on the first miss, must not take one the program
+    would have got."""
+    d = fake_daemon("ok")
+    prog = r'''
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.pread(fd, 4096, 0)                                  # a miss: connects
+r, w = os.pipe()
+print(fd, os.open(sys.argv[2], os.O_RDONLY), r, w, os.dup(0))
+'''
+    cmd = [sys.executable, "-c", prog, preload_files["odd"], preload_files["big"]]
+    drop_cache(preload_files["odd"])
+    lib = run(cmd, lib_env("prefetch+serialize", d.path))
+    assert d.requests, "the library never connected"
+    assert lib == run(cmd, plain_env())
 
 
 def test_reports_reach_the_daemon(preload_built, preload_files, fake_daemon):

@@ -33,6 +33,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -63,16 +64,24 @@ def world_reachable(path):
 def data(tmp_path_factory):
     """big (40 MiB), odd (65537 B) and two trees for diff -r and tar: tree2
     is tree with its big file changed 100 bytes before the end (diff reads
-    both nearly whole) and one small file missing."""
+    both nearly whole), one small file missing and a few lines of a text
+    file changed (diff prints them); the other files are identical, so a
+    byte changed on one side only would show as a difference."""
     d = tmp_path_factory.mktemp("matrix-data")
     world_reachable(d)
     write_file(d / "big", BIG, seed=1)
     write_file(d / "odd", 65537, seed=2)
     (d / "tree" / "sub").mkdir(parents=True)
     for rel, size, seed in (("a", 0, 3), ("b", 4097, 4), ("sub/c", 1, 5),
-                            ("sub/video", 24 * MiB + 11, 6), ("sub/d", 300000, 7)):
+                            ("sub/video", 24 * MiB + 11, 6), ("sub/d", 300000, 7),
+                            ("sub/same", 8 * MiB + 3, 8)):
         write_file(d / "tree" / rel, size, seed=seed)
+    lines = [b"line %d of a text file diff prints in part\n" % i for i in range(60000)]
+    (d / "tree" / "notes.txt").write_bytes(b"".join(lines))
     shutil.copytree(d / "tree", d / "tree2")
+    for i in range(0, len(lines), 7919):
+        lines[i] = b"changed " + lines[i]
+    (d / "tree2" / "notes.txt").write_bytes(b"".join(lines))
     with open(d / "tree2" / "sub" / "video", "r+b") as f:
         f.seek(24 * MiB + 11 - 100)
         f.write(b"changed")
@@ -139,27 +148,49 @@ PROGRAMS = {
 }
 
 
-def outcome(cmd, outputs, cwd, env, workdir, during=None):
+def same(have, want, what):
+    """Bytes equal; else fail naming the first differing byte (pytest's own
+    explanation of two 40 MiB strings would take minutes)."""
+    if have == want:
+        return
+    if have is None or want is None:
+        pytest.fail(f"{what}: {'missing' if have is None else 'unexpected'}")
+    i = next((k for k, (a, b) in enumerate(zip(have, want)) if a != b), min(len(have), len(want)))
+    pytest.fail(f"{what}: {len(have)} bytes, expected {len(want)}; first difference at byte {i}: "
+                f"{have[i:i + 16]!r} != {want[i:i + 16]!r}")
+
+
+def outcome(cmd, outputs, cwd, env, during=None):
     """Run cmd in cwd on cold files; (exit status, stdout, stderr, bytes of
-    each output file).  during(proc) runs while the program does."""
+    each output file).  stdout is a pipe, as in `cat f | ...` (to a regular
+    file cat would copy with copy_file_range; cp covers that), drained by
+    threads so the program never waits for the test.  during(proc) runs
+    while the program does."""
     for o in outputs:
         if os.path.exists(o):
             os.unlink(o)
     cold(cwd)
-    so, se = os.path.join(workdir, "stdout"), os.path.join(workdir, "stderr")
-    with open(so, "wb") as fo, open(se, "wb") as fe:
-        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=fo,
-                             stderr=fe)
-        try:
-            if during:
-                during(p)
-            p.wait(timeout=120)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    p = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    got = {}
+    drains = [threading.Thread(target=lambda k, f: got.__setitem__(k, f.read()), args=(k, f))
+              for k, f in (("out", p.stdout), ("err", p.stderr))]
+    for t in drains:
+        t.start()
+    try:
+        if during:
+            during(p)
+        p.wait(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for t in drains:
+            t.join()
+        p.stdout.close()
+        p.stderr.close()
     read = lambda f: open(f, "rb").read() if os.path.exists(f) else None
-    return p.returncode, read(so), read(se), [read(o) for o in outputs]
+    return p.returncode, got["out"], got["err"], [read(o) for o in outputs]
 
 
 def daemon_requests(d):
@@ -211,7 +242,7 @@ def test_program(preload_built, data, request, make_daemon, tmp_path, prog, stat
     # killed: hddsim keeps the program busy long enough to die under it
     cwd = str(request.getfixturevalue("slow_data").path if state == "killed" else data)
     cmd, outputs = PROGRAMS[prog](str(tmp_path / "out"))
-    plain = outcome(cmd, outputs, cwd, plain_env(), tmp_path)
+    plain = outcome(cmd, outputs, cwd, plain_env())
     d = make_daemon(start=state != "absent")
     dbg = tmp_path / "debug.log"
     env = d.env(LIBCEPTION_MODE=MODE, LIBCEPTION_TIMEOUT_MS=5000)
@@ -220,13 +251,15 @@ def test_program(preload_built, data, request, make_daemon, tmp_path, prog, stat
         env["LIBCEPTION_DEBUG"] = str(dbg)
     elif state == "killed":
         during = kill_when_serving(d, seen)
-    lib = outcome(cmd, outputs, cwd, env, tmp_path, during)
+    lib = outcome(cmd, outputs, cwd, env, during)
 
-    assert plain[0] in (0, 1) and (plain[1] or plain[3]), plain  # the command itself works
+    # the command itself works (diff -r exits 1: the trees differ)
+    assert plain[0] in (0, 1) and (plain[1] or any(plain[3])), plain[2]
     assert lib[0] == plain[0], f"exit status {lib[0]} != {plain[0]}: {lib[2]!r}"
-    assert lib[2] == plain[2], "stderr differs"
-    assert lib[1] == plain[1], "stdout differs"
-    assert lib[3] == plain[3], "output file differs"
+    same(lib[2], plain[2], "stderr")
+    same(lib[1], plain[1], "stdout")
+    for name, have, want in zip(outputs, lib[3], plain[3]):
+        same(have, want, name)
     if state == "up" and daemon_requests(d) < 1:
         raise LibraryInert("the library never asked the daemon")
     if state == "absent" and not sum(c for c, _ in debug_counts(dbg).values()):
@@ -341,7 +374,6 @@ def test_server(preload_built, docroot, make_daemon, scratch, server, state):
         s.stop()
     for what, (have, want) in got.items():
         assert have[0] == want[0], f"{server} {state} {what}: status {have[0]}"
-        assert len(have[1]) == len(want[1]), f"{server} {state} {what}: length"
-        assert have[1] == want[1], f"{server} {state} {what}: bytes differ"
+        same(have[1], want[1], f"{server} {state} {what}")
     if state == "up":
         assert daemon_requests(d) >= 1, "the server's workers never asked the daemon"

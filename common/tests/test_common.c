@@ -15,11 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond) do { if (!(cond)) { \
-	fprintf(stderr, "test_common: %s:%d: failed: %s\n", __FILE__, __LINE__, #cond); \
-	failures++; } } while (0)
+#define CHECK_PROGRAM "test_common"
+#include "check.h"
 
 static const char *t_write(const char *text)
 {
@@ -60,7 +57,7 @@ static void t_library_error(const char *text, const char *want)
 	CHECK(library_load(p, &lib, err, sizeof err) == -1);
 	if (!strstr(err, want) || !strstr(err, p)) {
 		fprintf(stderr, "test_common: error \"%s\" lacks \"%s\" or the path\n", err, want);
-		failures++;
+		check_failures++;
 	}
 	CHECK(lib.count == 0 && lib.videos == NULL);
 	unlink(p);
@@ -145,10 +142,5 @@ int main(void)
 	t_content();
 	t_hist();
 	t_size();
-	if (failures) {
-		fprintf(stderr, "test_common: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("test_common: all passed\n");
-	return 0;
+	return check_done();
 }

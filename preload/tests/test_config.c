@@ -8,9 +8,8 @@
 
 #include "shim.h"
 
-static int failed;
-#define CHECK(cond) \
-	do { if (!(cond)) { fprintf(stderr, "test_config: %s:%d: %s\n", __FILE__, __LINE__, #cond); failed = 1; } } while (0)
+#define CHECK_PROGRAM "test_config"
+#include "check.h"
 
 static const char *const *envp;
 static const char *get(const char *name)
@@ -83,7 +82,5 @@ int main(void)
 	parse(&c, (const char *[]){ "LIBCEPTION_DEBUG", "/tmp/x.log", NULL }, 0);
 	CHECK(!strcmp(c.debug, "/tmp/x.log"));
 
-	if (!failed)
-		printf("test_config: all passed\n");
-	return failed;
+	return check_done();
 }

@@ -9,9 +9,8 @@
 #include "prefetch.h"
 #include "queue.h"
 
-static int failures;
-#define CHECK(cond) do { if (!(cond)) { failures++; \
-	fprintf(stderr, "test_receptiond: %s:%d: failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+#define CHECK_PROGRAM "test_receptiond"
+#include "check.h"
 
 static void test_sizes(void)
 {
@@ -167,10 +166,5 @@ int main(void)
 	test_queue();
 	test_policy_specs();
 	test_json();
-	if (failures) {
-		fprintf(stderr, "test_receptiond: %d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("test_receptiond: all passed\n");
-	return 0;
+	return check_done();
 }

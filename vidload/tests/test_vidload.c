@@ -11,11 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond) do { if (!(cond)) { \
-	fprintf(stderr, "test_vidload: %s:%d: failed: %s\n", __FILE__, __LINE__, #cond); \
-	failures++; } } while (0)
+#define CHECK_PROGRAM "test_vidload"
+#include "check.h"
 
 static void t_http(void)
 {
@@ -95,10 +92,5 @@ int main(void)
 	t_http();
 	t_heap();
 	t_plan();
-	if (failures) {
-		fprintf(stderr, "test_vidload: %d failed\n", failures);
-		return 1;
-	}
-	printf("test_vidload: all passed\n");
-	return 0;
+	return check_done();
 }

@@ -41,14 +41,21 @@ def test_sessions_verify_bytes_and_keep_the_schedule(vidload_lib, vidload_nginx)
     assert served - 3 * SEGMENT * r["active_at_end"] <= r["bytes"] <= served
     # Server side: after the three back-to-back requests, one request every
     # 10 s on each connection, whatever the replies took.
-    gaps = []
+    # The burst: each of the first three asked for only once the previous
+    # reply has arrived, a round trip (2 x 50 ms) after the server sent it.
+    gaps, turnarounds = [], []
     for reqs in log_requests(srv.log).values():
         reqs.sort()
         assert all(status in (200, 206) for _, _, _, status, _ in reqs)
+        ends = {num: start + rtime for num, start, rtime, *_ in reqs}
+        turnarounds += [start - ends[num - 1] for num, start, *_ in reqs
+                        if num in (2, 3) and num - 1 in ends]
         starts = [start for num, start, *_ in reqs if num >= 4]
         gaps += [b - a for a, b in zip(starts, starts[1:])]
     assert len(gaps) >= 5
     assert all(abs(g - 10.0) < 0.25 for g in gaps), gaps
+    assert len(turnarounds) >= 20
+    assert all(t >= 0.095 for t in turnarounds), turnarounds
 
 
 def test_chunked_layout_fetches_chunk_files(vidload_lib, vidload_nginx):

@@ -51,6 +51,8 @@ struct sess {
 	const struct lib_video *v;
 	int fd;
 	int64_t start;                /* planned start, ns */
+	int64_t prev_done;            /* client time segment next_recv-1 arrived */
+	int64_t burst_done;           /* ... and the burst's last one, 0 = not yet */
 	uint64_t seg_bytes;
 	unsigned nseg, next_send, next_recv;
 	unsigned conn_gen;            /* bumped by every connect */
@@ -95,9 +97,23 @@ double vl_failed_pct(const struct vl_result *res)
 	return res->started ? 100.0 * (double)res->failed / (double)res->started : 0.0;
 }
 
+/* When segment k is asked for, in client time (the request reaches the server
+ * delay_ns later), or NEVER while that is not yet known.  As in the papers,
+ * each burst segment is asked for as soon as the previous reply has arrived;
+ * later ones keep a fixed schedule from the planned start, but never before
+ * the burst is over.  Only k == next_recv or k == next_send are asked about. */
+#define NEVER INT64_MAX
 static int64_t sched_ns(struct run *r, struct sess *s, unsigned k)
 {
-	return s->start + (int64_t)llround(workload_send_time(&r->cfg->wl, k) * NS);
+	const struct workload_params *p = &r->cfg->wl;
+	if (k == 0)
+		return s->start;
+	if (k < p->burst)
+		return k == s->next_recv ? s->prev_done : NEVER;
+	if (!s->burst_done)
+		return NEVER;
+	int64_t fixed = s->start + (int64_t)llround(workload_send_time(p, k) * NS);
+	return fixed > s->burst_done ? fixed : s->burst_done;
 }
 
 static uint64_t seg_offset(struct sess *s, unsigned k)
@@ -250,7 +266,7 @@ static void link_refill(struct sess *s, int64_t now)
 static int sess_send_due(struct run *r, struct sess *s, int64_t now)
 {
 	const struct vl_config *c = r->cfg;
-	while (s->next_send < s->nseg && sched_ns(r, s, s->next_send) + r->delay_ns <= now) {
+	while (s->next_send < s->nseg && sched_ns(r, s, s->next_send) <= now - r->delay_ns) {
 		int64_t late = now - (sched_ns(r, s, s->next_send) + r->delay_ns);
 		hist_add(&r->res->lateness, (uint64_t)late);
 		if ((double)late > c->late * NS)
@@ -285,6 +301,9 @@ static int segment_done(struct run *r, struct sess *s, int64_t now)
 		return -1;
 	}
 	res->segments++;
+	s->prev_done = now + r->delay_ns;
+	if (s->next_recv + 1 == r->cfg->wl.burst)
+		s->burst_done = s->prev_done;
 	s->next_recv++;
 	s->in_body = 0;
 	s->hdr_len = 0;
@@ -467,7 +486,7 @@ static void sess_step(struct run *r, struct sess *s, int64_t now)
 		sess_free(r, s);
 		return;
 	}
-	if (s->next_send < s->nseg) {
+	if (s->next_send < s->nseg && sched_ns(r, s, s->next_send) != NEVER) {
 		int64_t t = sched_ns(r, s, s->next_send) + r->delay_ns;
 		wake = t < wake ? t : wake;
 	}

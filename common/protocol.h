@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #define LC_PROTO_MAGIC   0x3150434cu   /* "LCP1" read as little-endian bytes */
-#define LC_PROTO_VERSION 1
+#define LC_PROTO_VERSION 2   /* 2: lc_report carries per-device counters */
 
 /* Environment variables read by the library and the wrapper. */
 #define LC_ENV_SOCKET   "LIBCEPTION_SOCKET"   /* daemon socket path */
@@ -48,8 +48,8 @@ enum lc_msg_type {
 	 * asking again for reads inside it.
 	 */
 	LC_MSG_ENSURE = 1,
-	/* Statistics from the library (call counts and latency histograms);
-	 * no fd, no reply. */
+	/* Statistics from the library (call counts, latency histograms and
+	 * per-device hits); no fd, no reply. */
 	LC_MSG_REPORT = 2,
 	/* Ask for the daemon's statistics; the reply is LC_MSG_STATS_REPLY
 	 * followed by the JSON text in further messages (see lc_stats_chunk). */
@@ -107,6 +107,19 @@ struct lc_ensure_reply {
  * 2^i microseconds (bucket 0: under 1 us), the last bucket the rest. */
 #define LC_HIST_BUCKETS 28
 
+/* Per-device counters in a report: the first LC_REPORT_DEVS devices
+ * (st_dev of the files read) a process meets get an entry each; calls on
+ * any further device are summed in `other`.  An entry whose counters are
+ * all zero is unused. */
+#define LC_REPORT_DEVS 8
+
+struct lc_report_dev {
+	uint64_t dev;        /* st_dev of the files (not mapped to a disk) */
+	uint64_t calls;      /* intercepted calls on files of this device */
+	uint64_t hits;       /* of them, found resident by the library */
+	uint64_t hit_bytes;  /* bytes those hits asked for */
+};
+
 struct lc_report {
 	struct lc_header h;
 	uint32_t pid;
@@ -116,6 +129,8 @@ struct lc_report {
 	uint64_t hits[LC_CALL_COUNT];    /* found resident by the library */
 	uint64_t bytes[LC_CALL_COUNT];   /* bytes the program asked for */
 	uint64_t hist[LC_CALL_COUNT][LC_HIST_BUCKETS];
+	struct lc_report_dev devs[LC_REPORT_DEVS];
+	struct lc_report_dev other;      /* dev is 0 */
 };
 
 struct lc_stats_reply {
@@ -127,5 +142,9 @@ struct lc_stats_reply {
 
 /* Largest message the daemon accepts; anything longer is malformed. */
 #define LC_MAX_MESSAGE sizeof(struct lc_report)
+_Static_assert(sizeof(struct lc_report) >= sizeof(struct lc_ensure) &&
+	       sizeof(struct lc_report) >= sizeof(struct lc_ensure_reply) &&
+	       sizeof(struct lc_report) >= sizeof(struct lc_stats_reply),
+	       "LC_MAX_MESSAGE must be the largest message");
 
 #endif

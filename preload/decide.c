@@ -11,7 +11,9 @@
  * Cost on a hit: one cachestat (+ lseek when the call uses the file
  * offset) + two clock reads.  fstat, fstatfs and fcntl(F_GETFL) (O_DIRECT,
  * write-only, O_PATH) are only paid on a miss: a hit on an O_DIRECT fd is
- * passed through anyway, so it needs no check.
+ * passed through anyway, so it needs no check.  The device a hit is
+ * counted on comes from devices.c's fd cache: an fstat only on the first
+ * hit of a descriptor.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +77,28 @@ static int raw_fstat(int fd, struct stat *st)
 	return (int)syscall(SYS_fstat, fd, st);
 }
 
+/* fstat that also teaches the fd cache which device fd is on. */
+static int fstat_dev(struct shim_op *op, int fd, struct stat *st)
+{
+	uint64_t token;
+	shim_fd_lookup(fd, &token);
+	if (raw_fstat(fd, st) < 0)
+		return -1;
+	op->dev = shim_dev_slot(st->st_dev);
+	shim_fd_learn(fd, token, op->dev);
+	return 0;
+}
+
+/* The device of a hit: cached, else one fstat for this descriptor. */
+static void hit_dev(struct shim_op *op, int fd)
+{
+	uint64_t token;
+	struct stat st;
+	op->dev = shim_fd_lookup(fd, &token);
+	if (op->dev < 0)
+		fstat_dev(op, fd, &st);
+}
+
 /* Filesystems whose files have no disk behind them: prefetching them is
  * pointless (tmpfs: the pages are the file) or harmful (proc and sysfs
  * files have side effects and no page cache, so they never look
@@ -102,12 +126,13 @@ void shim_before(struct shim_op *op, int call, int fd, int64_t off, uint64_t len
 	shim_in_shim++;
 	op->call = call;
 	op->hit = 0;
+	op->dev = -1;
 	op->len = len;
 	op->t0 = shim_now_ns();
 
 	struct stat st;
 	if (shim_cfg.mode == SHIM_MODE_TRACK || len == 0) {
-		op->active = raw_fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+		op->active = fstat_dev(op, fd, &st) == 0 && S_ISREG(st.st_mode);
 		goto out;
 	}
 	/* The file offset; fails (ESPIPE) for pipes and sockets, which is
@@ -123,9 +148,10 @@ void shim_before(struct shim_op *op, int call, int fd, int64_t off, uint64_t len
 	enum shim_res res = shim_residency(fd, (uint64_t)off, want);
 	if (res == SHIM_RES_RESIDENT) {
 		op->active = op->hit = 1;
+		hit_dev(op, fd);
 		goto out;
 	}
-	if (raw_fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+	if (fstat_dev(op, fd, &st) < 0 || !S_ISREG(st.st_mode))
 		goto out;
 	op->active = 1;
 	if ((uint64_t)off >= (uint64_t)st.st_size) {
@@ -170,7 +196,7 @@ void shim_after(struct shim_op *op)
 	int saved = errno;
 	shim_in_shim++;
 	uint64_t now = shim_now_ns();
-	shim_stats_record(op->call, op->hit, op->len, now - op->t0);
+	shim_stats_record(op->call, op->hit, op->len, now - op->t0, op->dev);
 	shim_stats_maybe_report(now);
 	shim_in_shim--;
 	errno = saved;

@@ -66,6 +66,11 @@ static void init_once(void)
 	RESOLVE(read_chk, "__read_chk");
 	RESOLVE(pread_chk, "__pread_chk");
 	RESOLVE(pread64_chk, "__pread64_chk");
+	RESOLVE(close, "close");
+	RESOLVE(dup2, "dup2");
+	RESOLVE(dup3, "dup3");
+	RESOLVE(close_range, "close_range");
+	RESOLVE(closefrom, "closefrom");
 
 	shim_config_parse(&shim_cfg, env, (unsigned)getuid());
 	shim_client_init();

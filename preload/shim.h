@@ -10,6 +10,7 @@
  *   client.c     the per-thread connection to receptiond
  *   local.c      mode prefetch: the enlarged read done in-process
  *   stats.c      counters, latency histograms, LC_MSG_REPORT
+ *   devices.c    per-device slots and the fd -> device cache
  *   debug.c      LIBCEPTION_DEBUG lines
  *
  * Every non-static function is prefixed shim_.  Nothing here may change
@@ -71,6 +72,11 @@ struct real_syms {
 	ssize_t (*read_chk)(int, void *, size_t, size_t);
 	ssize_t (*pread_chk)(int, void *, size_t, off_t, size_t);
 	ssize_t (*pread64_chk)(int, void *, size_t, off_t, size_t);
+	int (*close)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*close_range)(unsigned, unsigned, int);
+	void (*closefrom)(int);
 };
 
 extern struct real_syms shim_real;
@@ -86,6 +92,7 @@ struct shim_op {
 	int active;       /* 0: not a regular file (or mode off): nothing to record */
 	int call;         /* enum lc_call */
 	int hit;
+	int dev;          /* device slot (devices.c), -1 if unknown */
 	uint64_t t0;
 	uint64_t len;
 };
@@ -119,8 +126,24 @@ void shim_client_init(void);
 uint64_t shim_local_prefetch(int fd, uint64_t off, uint64_t len);
 void shim_local_init(void);
 
+/* ---- devices.c ---- */
+/* The slot of a device (st_dev): 0..LC_REPORT_DEVS-1, or LC_REPORT_DEVS
+ * ("other") once every slot is taken. */
+int shim_dev_slot(uint64_t dev);
+/* The device of a claimed slot; -1 if the slot is free or "other". */
+int shim_dev_id(int slot, uint64_t *dev);
+/* The cached device slot of fd, or -1; *token goes to shim_fd_learn(). */
+int shim_fd_lookup(int fd, uint64_t *token);
+/* Remember fd's slot, learnt by an fstat made after shim_fd_lookup()
+ * returned token; does nothing if fd was closed in between. */
+void shim_fd_learn(int fd, uint64_t token, int slot);
+/* A descriptor (or all in [lo, hi]) was closed or replaced. */
+void shim_fd_forget(int fd);
+void shim_fd_forget_range(unsigned lo, unsigned hi);
+
 /* ---- stats.c ---- */
-void shim_stats_record(int call, int hit, uint64_t bytes, uint64_t ns);
+/* dev: the device slot, -1 if unknown. */
+void shim_stats_record(int call, int hit, uint64_t bytes, uint64_t ns, int dev);
 void shim_stats_maybe_report(uint64_t now_ns);
 void shim_stats_final(void);
 void shim_stats_atfork_child(void);

@@ -6,7 +6,9 @@
  * once a second, whichever thread passes by first sends the daemon the
  * deltas since the last report that got through (LC_MSG_REPORT), and the
  * destructor sends the rest at exit.  The histogram is the protocol's:
- * bucket i counts calls shorter than 2^i microseconds.
+ * bucket i counts calls shorter than 2^i microseconds.  Per device
+ * (devices.c: LC_REPORT_DEVS slots and "other") it counts calls, hits and
+ * the bytes hits asked for, the same way.
  */
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +27,9 @@ struct counters {
 	uint64_t hits[LC_CALL_COUNT];
 	uint64_t bytes[LC_CALL_COUNT];
 	uint64_t hist[LC_CALL_COUNT][LC_HIST_BUCKETS];
+	uint64_t dev_calls[LC_REPORT_DEVS + 1];
+	uint64_t dev_hits[LC_REPORT_DEVS + 1];
+	uint64_t dev_hit_bytes[LC_REPORT_DEVS + 1];
 };
 
 static struct counters now_c;      /* atomics */
@@ -39,13 +44,27 @@ static unsigned bucket(uint64_t ns)
 	return b < LC_HIST_BUCKETS ? b : LC_HIST_BUCKETS - 1;
 }
 
-void shim_stats_record(int call, int hit, uint64_t bytes, uint64_t ns)
+void shim_stats_record(int call, int hit, uint64_t bytes, uint64_t ns, int dev)
 {
 	__atomic_add_fetch(&now_c.calls[call], 1, __ATOMIC_RELAXED);
 	if (hit)
 		__atomic_add_fetch(&now_c.hits[call], 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&now_c.bytes[call], bytes, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&now_c.hist[call][bucket(ns)], 1, __ATOMIC_RELAXED);
+	if (dev < 0 || dev > LC_REPORT_DEVS)
+		return;
+	__atomic_add_fetch(&now_c.dev_calls[dev], 1, __ATOMIC_RELAXED);
+	if (hit) {
+		__atomic_add_fetch(&now_c.dev_hits[dev], 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&now_c.dev_hit_bytes[dev], bytes, __ATOMIC_RELAXED);
+	}
+}
+
+static void dev_delta(struct lc_report_dev *e, const struct counters *cur, int d)
+{
+	e->calls = cur->dev_calls[d] - sent.dev_calls[d];
+	e->hits = cur->dev_hits[d] - sent.dev_hits[d];
+	e->hit_bytes = cur->dev_hit_bytes[d] - sent.dev_hit_bytes[d];
 }
 
 static void snapshot(struct counters *into)
@@ -76,6 +95,12 @@ static void report(void)
 			r.hist[c][b] = cur.hist[c][b] - sent.hist[c][b];
 		any |= r.calls[c];
 	}
+	for (int d = 0; d < LC_REPORT_DEVS; d++) {
+		/* a slot counts only after it is claimed, so it has its dev */
+		if (shim_dev_id(d, &r.devs[d].dev) == 0)
+			dev_delta(&r.devs[d], &cur, d);
+	}
+	dev_delta(&r.other, &cur, LC_REPORT_DEVS);
 	/* Unsent deltas stay pending for the next report. */
 	if (any && shim_client_send_report(&r) == 0)
 		sent = cur;

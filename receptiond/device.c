@@ -238,6 +238,33 @@ struct rd_device *rd_device_for(dev_t fs_dev)
 	return m->dev;
 }
 
+/* 1 if some mount in /proc/self/mountinfo has st_dev dev. */
+static int mounted(dev_t dev)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return 0;
+	char line[4096];
+	int found = 0;
+	while (!found && fgets(line, sizeof line, f)) {
+		unsigned ma, mi;
+		found = sscanf(line, "%*d %*d %u:%u", &ma, &mi) == 2 && makedev(ma, mi) == dev;
+		/* a line longer than the buffer: skip its tail */
+		while (!strchr(line, '\n') && fgets(line, sizeof line, f))
+			;
+	}
+	fclose(f);
+	return found;
+}
+
+struct rd_device *rd_device_for_reported(dev_t fs_dev)
+{
+	for (struct dev_map *m = maps; m; m = m->next)
+		if (m->fs_dev == fs_dev)
+			return m->dev;
+	return mounted(fs_dev) ? rd_device_for(fs_dev) : NULL;
+}
+
 struct rd_device *rd_device_list(void)
 {
 	return devices;

@@ -37,6 +37,10 @@ struct rd_device {
 
 /* The device of a file system (created on first use), or NULL. */
 struct rd_device *rd_device_for(dev_t fs_dev);
+/* The same for a st_dev a library reported: created only if a file system
+ * with that st_dev is mounted here (a client's numbers are not trusted to
+ * name one, and every device costs a worker); NULL otherwise. */
+struct rd_device *rd_device_for_reported(dev_t fs_dev);
 /* All devices, in creation order (main thread only). */
 struct rd_device *rd_device_list(void);
 /* Stop every worker after its current piece and wait for them. */

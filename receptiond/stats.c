@@ -60,6 +60,23 @@ void rd_stats_report(const struct lc_report *r)
 		for (int b = 0; b < LC_HIST_BUCKETS; b++)
 			s->hist[b] += r->hist[c][b];
 	}
+	for (int i = 0; i <= LC_REPORT_DEVS; i++) {
+		const struct lc_report_dev *e = i < LC_REPORT_DEVS ? &r->devs[i] : &r->other;
+		if (!e->calls && !e->hits && !e->hit_bytes)
+			continue;
+		struct rd_device *d = i < LC_REPORT_DEVS ? rd_device_for_reported((dev_t)e->dev) : NULL;
+		if (!d) {
+			rd_stats.unattributed.calls += e->calls;
+			rd_stats.unattributed.hits += e->hits;
+			rd_stats.unattributed.hit_bytes += e->hit_bytes;
+			continue;
+		}
+		pthread_mutex_lock(&d->lock);
+		d->st.lib_calls += e->calls;
+		d->st.lib_hits += e->hits;
+		d->st.lib_hit_bytes += e->hit_bytes;
+		pthread_mutex_unlock(&d->lock);
+	}
 }
 
 static void hist_json(struct rd_json *j, const char *key, const struct hist *h)
@@ -104,6 +121,9 @@ static void device_json(struct rd_json *j, struct rd_device *d, uint64_t now)
 	rd_json_u64(j, "bytes_asked", s->bytes_asked);
 	rd_json_u64(j, "bytes_read", s->bytes_read);
 	rd_json_u64(j, "bytes_window", s->bytes_window);
+	rd_json_u64(j, "library_calls", s->lib_calls);
+	rd_json_u64(j, "library_hits", s->lib_hits);
+	rd_json_u64(j, "library_hit_bytes", s->lib_hit_bytes);
 	rd_json_u64(j, "queue_now", d->q.len);
 	rd_json_u64(j, "queue_max", s->queue_max);
 	rd_json_u64(j, "inflight_now", d->inflight);
@@ -157,6 +177,11 @@ char *rd_stats_json(void)
 		rd_json_arr_end(&j);
 		rd_json_obj_end(&j);
 	}
+	rd_json_obj_end(&j);
+	rd_json_obj_begin(&j, "library_unattributed");
+	rd_json_u64(&j, "calls", rd_stats.unattributed.calls);
+	rd_json_u64(&j, "hits", rd_stats.unattributed.hits);
+	rd_json_u64(&j, "hit_bytes", rd_stats.unattributed.hit_bytes);
 	rd_json_obj_end(&j);
 	rd_json_arr_begin(&j, "clients");
 	for (unsigned i = 0; i < rd_stats.nclients; i++) {

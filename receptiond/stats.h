@@ -30,6 +30,10 @@ struct rd_dev_stats {
 	uint64_t busy_ns;       /* time at least one read was running */
 	uint64_t busy_since;    /* start of the current busy period, 0 if idle */
 	uint64_t created_ns;
+	/* from the libraries' reports (LC_MSG_REPORT), main thread only */
+	uint64_t lib_calls;     /* intercepted calls on files of this device */
+	uint64_t lib_hits;      /* found resident by the library, no ENSURE */
+	uint64_t lib_hit_bytes; /* bytes those hits asked for */
 	struct hist wait;       /* queue wait, ns */
 	struct hist service;    /* window read time, ns */
 };
@@ -38,6 +42,13 @@ struct rd_dev_stats {
 struct rd_call_stats {
 	uint64_t calls, hits, bytes;
 	uint64_t hist[LC_HIST_BUCKETS];
+};
+
+/* Per-device library counters the daemon cannot put on a device: a
+ * library's "other" entry (it met more than LC_REPORT_DEVS devices) and
+ * st_dev numbers no mounted file system here has. */
+struct rd_lib_dev_stats {
+	uint64_t calls, hits, hit_bytes;
 };
 
 #define RD_MAX_CLIENTS 256
@@ -57,6 +68,7 @@ struct rd_stats {
 	uint64_t bad_requests;  /* well-formed but unusable (bad fd...) */
 	uint64_t bad_version;
 	struct rd_call_stats calls[LC_CALL_COUNT];
+	struct rd_lib_dev_stats unattributed;
 	struct rd_client clients[RD_MAX_CLIENTS];
 	unsigned nclients;
 	uint64_t clients_dropped;

@@ -21,13 +21,14 @@ T_CALLS = os.path.join(PRELOAD_DIR, "tests", "t_calls")
 T_FORKTHREADS = os.path.join(PRELOAD_DIR, "tests", "t_forkthreads")
 
 # common/protocol.h
-MAGIC, VERSION = 0x3150434C, 1
+MAGIC, VERSION = 0x3150434C, 2
 MSG_ENSURE, MSG_REPORT = 1, 2
 ENSURE = struct.Struct("=IHHQ QQ II Q")
 ENSURE_REPLY = struct.Struct("=IHHQ iI QQQ")
 REPORT_CALLS = 7
 REPORT_BUCKETS = 28
-REPORT = struct.Struct("=IHHQ II" + "Q" * (REPORT_CALLS * (3 + REPORT_BUCKETS)))
+REPORT_DEVS = 8  # + "other"; each entry: dev, calls, hits, hit_bytes
+REPORT = struct.Struct("=IHHQ II" + "Q" * (REPORT_CALLS * (3 + REPORT_BUCKETS) + 4 * (REPORT_DEVS + 1)))
 CALLS = ["read", "pread", "readv", "preadv", "sendfile", "copy_file_range", "splice"]
 MODES = ["prefetch+serialize", "serialize", "prefetch", "track", "off"]
 

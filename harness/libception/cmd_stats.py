@@ -1,8 +1,9 @@
 """Show receptiond's statistics: per device and per intercepted call.
 
-Per device: requests, hits, bytes the programs asked for and the daemon
-read, queue length now/max, queue wait and read time percentiles, the
-fraction of time a read was running.  Per call (from the libraries'
+Per device: requests, hits (the daemon's, then the hits the libraries
+found themselves and reported), bytes the programs asked for and the
+daemon read, queue length now/max, queue wait and read time percentiles,
+the fraction of time a read was running.  Per call (from the libraries'
 reports): counts, hits and latency percentiles.  --json prints the
 daemon's own JSON.
 """
@@ -77,7 +78,8 @@ def render(st):
                f"(max {st['connections']['max']}); malformed {st['malformed']}, "
                f"bad requests {st['bad_requests']}")
     out.append("")
-    hdr = (f"{'device':<14} {'policy':<12} {'requests':>9} {'hits':>8} {'merged':>7} {'busy':>5} "
+    hdr = (f"{'device':<14} {'policy':<12} {'requests':>9} {'hits':>8} {'lib hits':>9} "
+           f"{'lib hit bytes':>13} {'merged':>7} {'busy':>5} "
            f"{'asked':>10} {'read':>10} {'queue':>7} {'wait p50/p99':>15} "
            f"{'read p50/p99':>15} {'busy%':>6}")
     out.append(hdr)
@@ -86,7 +88,9 @@ def render(st):
         size = pol.get("size")
         pname = pol["name"] + (f" {human_bytes(size)}" if isinstance(size, int) else "")
         out.append(
-            f"{d['name']:<14} {pname:<12} {d['requests']:>9} {d['hits']:>8} {d['merged']:>7} "
+            f"{d['name']:<14} {pname:<12} {d['requests']:>9} {d['hits']:>8} "
+            f"{d.get('library_hits', 0):>9} {human_bytes(d.get('library_hit_bytes', 0)):>13} "
+            f"{d['merged']:>7} "
             f"{d['busy_rejected']:>5} {human_bytes(d['bytes_asked']):>10} "
             f"{human_bytes(d['bytes_read']):>10} {str(d['queue_now']) + '/' + str(d['queue_max']):>7} "
             f"{fmt_us(d['wait_us']['p50']) + '/' + fmt_us(d['wait_us']['p99']):>15} "
@@ -94,6 +98,10 @@ def render(st):
             f"{100 * d['busy_fraction']:>5.1f}%")
     if not st["devices"]:
         out.append("(no requests yet)")
+    un = st.get("library_unattributed", {})
+    if un.get("calls") or un.get("hits"):
+        out.append(f"(library hits on no device known here: {un['hits']} hits, "
+                   f"{human_bytes(un['hit_bytes'])}, of {un['calls']} calls)")
     out.extend(render_accounting(st["devices"]))
     out.append("")
     out.append(f"{'call':<16} {'calls':>10} {'hits':>10} {'bytes':>10} "

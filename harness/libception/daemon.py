@@ -14,20 +14,21 @@ import time
 
 # --- common/protocol.h ----------------------------------------------------
 MAGIC = 0x3150434C
-VERSION = 1
+VERSION = 2
 MSG_ENSURE, MSG_REPORT, MSG_STATS, MSG_STATS_REPLY, MSG_SHUTDOWN = 1, 2, 3, 4, 5
 ST_OK, ST_BADVERSION, ST_BADREQUEST, ST_BUSY, ST_IOERROR = 0, 1, 2, 3, 4
 STATUS_NAMES = {0: "ok", 1: "badversion", 2: "badrequest", 3: "busy", 4: "ioerror"}
 F_NO_PREFETCH = 0x1
 CALLS = ["read", "pread", "readv", "preadv", "sendfile", "copy_file_range", "splice"]
 HIST_BUCKETS = 28
+REPORT_DEVS = 8                                    # + one "other" entry
 STATS_CHUNK = 32768
 
 HEADER = struct.Struct("=IHHQ")                    # magic, version, type, id
 ENSURE = struct.Struct("=IHHQ QQ II Q")            # + offset, length, flags, call, prefetch
 ENSURE_REPLY = struct.Struct("=IHHQ iI QQQ")       # + status, was_resident, res_off, res_len, bytes_read
 STATS_REPLY = struct.Struct("=IHHQ II")            # + json_length, chunks
-REPORT_SIZE = HEADER.size + 8 + 8 * len(CALLS) * (3 + HIST_BUCKETS)
+REPORT_SIZE = HEADER.size + 8 + 8 * len(CALLS) * (3 + HIST_BUCKETS) + 32 * (REPORT_DEVS + 1)
 
 ENV_SOCKET = "LIBCEPTION_SOCKET"
 DEFAULT_SOCKET_ROOT = "/run/libception/receptiond.sock"
@@ -104,15 +105,23 @@ def recv_ensure_reply(sock, req_id=None):
                 "resident_length": rlen, "bytes_read": bytes_read}
 
 
-def pack_report(pid, calls=None, hits=None, nbytes=None, hist=None, req_id=0):
-    """A REPORT message; each argument maps call name -> value (hist: list)."""
+def pack_report(pid, calls=None, hits=None, nbytes=None, hist=None, req_id=0,
+                devs=(), other=(0, 0, 0)):
+    """A REPORT message; calls, hits, nbytes map call name -> value, hist
+    call name -> list; devs: up to REPORT_DEVS (st_dev, calls, hits,
+    hit_bytes); other: (calls, hits, hit_bytes) on further devices."""
     vals = [pid, 0]
     for table in (calls, hits, nbytes):
         vals += [(table or {}).get(c, 0) for c in CALLS]
     for c in CALLS:
         h = list((hist or {}).get(c, []))
         vals += (h + [0] * HIST_BUCKETS)[:HIST_BUCKETS]
-    body = struct.pack(f"=II{len(CALLS) * (3 + HIST_BUCKETS)}Q", *vals)
+    entries = [tuple(e) for e in devs][:REPORT_DEVS]
+    entries += [(0, 0, 0, 0)] * (REPORT_DEVS - len(entries))
+    entries.append((0,) + tuple(other))
+    for e in entries:
+        vals += list(e)
+    body = struct.pack(f"=II{len(CALLS) * (3 + HIST_BUCKETS) + 4 * (REPORT_DEVS + 1)}Q", *vals)
     return HEADER.pack(MAGIC, VERSION, MSG_REPORT, req_id) + body
 
 

@@ -11,7 +11,7 @@ taken over the probe at R only.
 import os
 
 from .. import plots
-from . import common, search
+from . import common
 
 
 def settings(quick):
@@ -40,21 +40,8 @@ def cdf(hist):
     return out
 
 
-def _one_probe(rig, cfg, tag, s, rate):
-    point = {"config": tag, "rate": rate}
-    done = rig.results.get(point)
-    if done is not None:
-        rig.progress.skip(tag)
-        return done
-    h = rig.setup(cfg, tag)
-    try:
-        rig.progress.begin(f"{tag}: {rate:g} sessions/s")
-        rec = search.probe(rig, h, cfg, s["search"], rate, s["search"]["seed"])
-        rig.progress.end()
-    finally:
-        rig.teardown(h)
-    rig.results.add(point, config_detail=cfg, probe=rec)
-    return rig.results.get(point)
+def _probe(rig, cfg, tag, s, rate):
+    return rig.probe_at(cfg, tag, {"config": tag, "rate": rate}, s["search"], rate)
 
 
 def run(rig, s):
@@ -64,9 +51,9 @@ def run(rig, s):
     tracked = rig.max_rate({**base, "mode": "track"}, "vanilla-tracked", s["search"],
                            {"config": "vanilla (track)"})
     rate = tracked.get("answer") or s["search"]["start"]
-    lc = _one_probe(rig, {**base, "mode": "libception", "prefetch": s["prefetch"]},
+    lc = _probe(rig, {**base, "mode": "libception", "prefetch": s["prefetch"]},
                     "libception", s, rate)
-    kern = _one_probe(rig, {**base, "mode": "track", "read_ahead_kb": s["kernel_read_ahead_kb"]},
+    kern = _probe(rig, {**base, "mode": "track", "read_ahead_kb": s["kernel_read_ahead_kb"]},
                       "kernel-tuned", s, rate)
     series = {}
     for label, rec in (("vanilla", tracked.get("at_answer") or {}),

@@ -12,6 +12,7 @@ libception runs get exactly the vanilla runs' memory.
 import json
 import os
 import shutil
+import time
 
 from .. import cgroup, daemon, hddsim, servers
 from . import search
@@ -140,10 +141,16 @@ class Rig:
             snap["disk"] = {k: sum(d.get(k, 0) for d in disks)
                             for k in ("bytes", "busy_s", "reads")}
         if h.daemon is not None:
-            try:
-                snap["daemon"] = daemon.stats(h.socket)
-            except (OSError, daemon.DaemonError) as e:
-                snap["daemon_error"] = str(e)
+            # A busy daemon may miss one request's timeout; a lost snapshot
+            # loses the probe's per-call figures, so ask again before giving up.
+            for attempt in range(3):
+                try:
+                    snap["daemon"] = daemon.stats(h.socket)
+                    snap.pop("daemon_error", None)
+                    break
+                except (OSError, daemon.DaemonError) as e:
+                    snap["daemon_error"] = str(e)
+                    time.sleep(1)
         return snap
 
     def max_rate(self, cfg, tag, settings, point):
@@ -161,6 +168,25 @@ class Rig:
             self.teardown(h)
         record = {"config": _jsonable(cfg), **outcome}
         self.results.add(point, **record)
+        return self.results.get(point)
+
+
+    def probe_at(self, cfg, tag, point, settings, rate, what=None):
+        """One vidload probe of one configuration at a fixed `rate`,
+        recorded under `point` (skipped if already in the results); the
+        record holds the configuration, the rate and the probe."""
+        done = self.results.get(point)
+        if done is not None:
+            self.progress.skip(f"{tag} at {rate:g}/s")
+            return done
+        h = self.setup(cfg, tag)
+        try:
+            self.progress.begin(f"{what or tag}: {rate:g} sessions/s")
+            rec = search.probe(self, h, cfg, settings, rate, settings["seed"])
+            self.progress.end()
+        finally:
+            self.teardown(h)
+        self.results.add(point, config=_jsonable(cfg), rate=rate, probe=rec)
         return self.results.get(point)
 
 

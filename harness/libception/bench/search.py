@@ -143,6 +143,9 @@ def probe(rig, h, cfg, settings, rate, seed):
         rec["disk_utilisation"] = busy / elapsed if busy is not None else None
         rec["disk_reads"] = reads
         rec["disk_avg_read_kib"] = db / reads / 1024 if reads else None
+    for snap in (before, after):
+        if "daemon_error" in snap:
+            rec["daemon_error"] = snap["daemon_error"]
     if "daemon" in after:
         rec["daemon_stats"] = after["daemon"]
         if "daemon" in before:

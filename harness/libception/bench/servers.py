@@ -48,24 +48,12 @@ def steps(s):
 
 def _screen(rig, base, server, s, rate):
     """One probe per candidate at `rate`; returns (best tunables, records)."""
-    from . import search
     records = []
     for i, tun in enumerate(s["candidates"][server]):
         point = {"server": server, "screen": i}
-        done = rig.results.get(point)
-        if done is None:
-            cfg = {**base, "server": server, "mode": "vanilla", "tunables": tun}
-            h = rig.setup(cfg, f"{server}-screen{i}")
-            try:
-                rig.progress.begin(f"{server}: screening {tun or 'defaults'} at {rate:g}/s")
-                rec = search.probe(rig, h, cfg, s["search"], rate, s["search"]["seed"])
-                rig.progress.end()
-            finally:
-                rig.teardown(h)
-            rig.results.add(point, tunables=tun, rate=rate, probe=rec)
-            done = rig.results.get(point)
-        else:
-            rig.progress.skip(f"{server} screening {tun}")
+        cfg = {**base, "server": server, "mode": "vanilla", "tunables": tun}
+        done = rig.probe_at(cfg, f"{server}-screen{i}", point, s["search"], rate,
+                            f"{server}: screening {tun or 'defaults'}")
         p = done["probe"]
         rig.log(f"{server}: {tun or 'defaults'} at {rate:g}/s: failed {p['failed_pct']:.2f}%, "
                 f"p99 {p['latency_ms']['p99']:.0f} ms")

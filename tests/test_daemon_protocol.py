@@ -3,14 +3,19 @@ message costs a log line and nothing else; a well-formed client is
 served normally afterwards."""
 import array
 import os
+import re
 import socket
 import struct
+import subprocess
 import threading
 
 import pytest
 
+from conftest import BIN
 from fixtures_daemon import make_cold_file
 from libception import daemon as lcd
+
+LIBCEPTION = os.path.join(BIN, "libception")
 
 
 def served_normally(d, path):
@@ -224,6 +229,65 @@ def test_report_is_counted(receptiond):
                                     "hist": [0, 6, 10] + [0] * 25}
     assert st["calls"]["read"]["calls"] == 4
     assert any(c["pid"] == os.getpid() and c["reports"] == 2 for c in st["clients"])
+
+
+def wait_stats(d, ready):
+    st = d.stats()
+    for _ in range(100):
+        if ready(st):
+            break
+        st = d.stats()
+    return st
+
+
+def test_report_devices_are_counted(receptiond, target):
+    """Per-device entries land on the device of their st_dev (created if a
+    file system with it is mounted); a st_dev mounted nowhere and the
+    library's "other" entry go to library_unattributed."""
+    dev = os.stat(target).st_dev
+    bogus = os.makedev(4095, 1048575)
+    msg = lcd.pack_report(os.getpid(), calls={"pread": 10}, hits={"pread": 9},
+                          devs=[(dev, 4, 3, 3 * 4096), (bogus, 5, 5, 500)], other=(1, 1, 10))
+    assert len(msg) == lcd.REPORT_SIZE
+    with receptiond.connect() as s:
+        s.send(msg)
+    st = wait_stats(receptiond, lambda st: st["library_unattributed"]["calls"])
+    devs = [d for d in st["devices"] if d["library_calls"]]
+    assert len(devs) == 1, st["devices"]
+    d = devs[0]
+    assert (d["library_calls"], d["library_hits"], d["library_hit_bytes"]) == (4, 3, 3 * 4096)
+    assert d["requests"] == 0  # the daemon itself was never asked
+    assert st["library_unattributed"] == {"calls": 6, "hits": 6, "hit_bytes": 510}
+    # the human table shows them
+    out = subprocess.run([LIBCEPTION, "stats", "--socket", receptiond.path],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if line.startswith(d["name"] + " "))
+    # requests, daemon hits, library hits, library hit bytes
+    assert re.search(r" 0 +0 +3 +12\.0 KiB ", row), row
+    assert "library hits on no device known here: 6 hits" in out.stdout
+
+
+@pytest.mark.parametrize("what,cut,note", [
+    ("version 1 REPORT", None, "protocol version 1, not 2"),
+    ("REPORT of version 1's size", 32 * (lcd.REPORT_DEVS + 1), "wrong size for its type"),
+    ("REPORT cut short", 8, "wrong size for its type"),
+])
+def test_malformed_report_is_dropped(receptiond, target, what, cut, note):
+    msg = lcd.pack_report(os.getpid(), calls={"read": 3}, hits={"read": 3},
+                          devs=[(os.stat(target).st_dev, 3, 3, 300)])
+    if cut is None:
+        msg = lcd.HEADER.pack(lcd.MAGIC, 1, lcd.MSG_REPORT, 0) + msg[lcd.HEADER.size:-32 * 9]
+        reply = send_raw(receptiond, msg, expect_reply=True)
+        assert lcd.ENSURE_REPLY.unpack(reply)[4] == lcd.ST_BADVERSION
+    else:
+        assert send_raw(receptiond, msg[:-cut]) is None
+    assert note in receptiond.log_text()
+    st = receptiond.stats()
+    assert st["calls"]["read"]["calls"] == 0
+    assert all(d["library_calls"] == 0 for d in st["devices"])
+    assert (st["bad_version"], st["malformed"]) == ((1, 0) if cut is None else (0, 1))
+    served_normally(receptiond, target)
 
 
 def test_shutdown_only_from_root_or_owner(receptiond, target):

@@ -257,3 +257,92 @@ def test_real_daemon_stopped_costs_one_bounded_wait(preload_built, make_daemon, 
     assert code == 0 and err == b""
     assert out == open(f, "rb").read()
     assert "timed out" in dbg.read_text()
+
+
+# ---- cache hits the library finds itself, per device ------------------------
+
+def disk_of(path):
+    """The daemon's "disk" for a file: its partition's disk, else its st_dev
+    (FUSE, tmpfs...).  Device-mapper stacks are not followed here."""
+    dev = os.stat(path).st_dev
+    sysdir = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
+    if os.path.exists(sysdir):
+        real = os.path.realpath(sysdir)
+        if os.path.exists(os.path.join(real, "partition")):
+            real = os.path.dirname(real)
+        with open(os.path.join(real, "dev")) as f:
+            return f.read().strip()
+    return f"{os.major(dev)}:{os.minor(dev)}"
+
+
+def stats_when(d, ready, timeout=10):
+    """The daemon's stats once ready(stats) holds (reports arrive a moment
+    after the program exits), or the last ones seen."""
+    deadline = time.monotonic() + timeout
+    st = d.stats()
+    while not ready(st) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        st = d.stats()
+    return st
+
+
+def device_on(st, path):
+    disk = disk_of(path)
+    found = [dev for dev in st["devices"] if dev["disk"] == disk]
+    assert len(found) == 1, (disk, st["devices"])
+    return found[0]
+
+
+def test_library_hits_show_on_the_files_device(preload_built, make_daemon, tmp_path):
+    """A program reading a cached file never asks the daemon, yet the
+    library's hits appear on that file's device in `libception stats`."""
+    d = make_daemon()
+    f = write_file(tmp_path / "warm", 3 << 20, seed=11)
+    with open(f, "rb") as fh:
+        fh.read()  # cached now
+    expect_copy(f, d.env(LIBCEPTION_MODE="prefetch+serialize"))
+    st = stats_when(d, lambda st: st["calls"]["pread"]["calls"])
+    pread = st["calls"]["pread"]
+    assert pread["calls"] >= (3 << 20) // 65536 and pread["hits"] == pread["calls"]
+    dev = device_on(st, f)
+    assert dev["library_hits"] == pread["hits"]
+    assert dev["library_calls"] == pread["calls"]
+    assert dev["library_hit_bytes"] == pread["bytes"]
+    assert dev["requests"] == 0  # all of them found by the library alone
+    assert st["library_unattributed"]["calls"] == 0
+
+
+READ_REUSED = """
+import os, sys
+a, b = sys.argv[1], sys.argv[2]
+def reads(fd):
+    for i in range(8):
+        assert len(os.pread(fd, 4096, i * 4096)) == 4096
+fa = os.open(a, os.O_RDONLY); reads(fa); os.close(fa)
+fb = os.open(b, os.O_RDONLY); assert fb == fa, (fa, fb); reads(fb)      # same number, b's file
+fa2 = os.open(a, os.O_RDONLY); reads(fa2)
+fb2 = os.open(b, os.O_RDONLY); os.dup2(fb2, fa2); reads(fa2)            # replaced by dup2
+"""
+
+
+def test_library_hits_follow_a_reused_descriptor(preload_built, make_daemon, tmp_path):
+    """A descriptor number closed and reused (or replaced by dup2) for a
+    file on another device counts there, not on the first file's device."""
+    d = make_daemon()
+    a = write_file(tmp_path / "a", 64 << 10, seed=12)
+    with open(a, "rb") as fh:
+        fh.read()
+    b = f"/dev/shm/lc-preload-reuse-{os.getpid()}"
+    try:
+        with open(b, "wb") as fh:
+            fh.write(os.urandom(64 << 10))  # tmpfs: always resident
+        assert os.stat(a).st_dev != os.stat(b).st_dev
+        code, out, err = run([sys.executable, "-c", READ_REUSED, a, b],
+                             d.env(LIBCEPTION_MODE="prefetch+serialize"))
+        assert code == 0, err
+        st = stats_when(d, lambda st: any(dev["disk"] == disk_of(b) for dev in st["devices"]))
+        dev = device_on(st, b)
+        assert (dev["library_calls"], dev["library_hits"]) == (16, 16), dev
+        assert dev["library_hit_bytes"] == 16 * 4096
+    finally:
+        os.unlink(b)

@@ -1,13 +1,18 @@
 /* test_receptiond.c - unit tests of the daemon's pure parts: sizes,
- * windows, queue merging, policy specs and the JSON writer. */
+ * windows, queue merging, policy specs and the JSON writer; and where the
+ * libraries' per-device report entries are counted. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
+#include "device.h"
 #include "json.h"
 #include "policy.h"
 #include "prefetch.h"
 #include "queue.h"
+#include "stats.h"
 
 #define CHECK_PROGRAM "test_receptiond"
 #include "check.h"
@@ -159,6 +164,34 @@ static void test_json(void)
 	rd_json_free(&j);
 }
 
+/* REPORT's per-device entries land on the device of their st_dev when a
+ * file system with it is mounted, else in library_unattributed, as does a
+ * library's "other" entry. */
+static void test_report_devices(void)
+{
+	struct stat st;
+	CHECK(stat("/", &st) == 0);
+	struct lc_report r;
+	memset(&r, 0, sizeof r);
+	r.devs[0] = (struct lc_report_dev){ .dev = st.st_dev, .calls = 3, .hits = 2, .hit_bytes = 8192 };
+	r.devs[1] = (struct lc_report_dev){ .dev = makedev(4095, 1048575), .calls = 5, .hits = 5,
+	                                    .hit_bytes = 500 };
+	r.other = (struct lc_report_dev){ .calls = 7, .hits = 6, .hit_bytes = 600 };
+	rd_stats_report(&r);
+	rd_stats_report(&r);
+	struct rd_device *d = rd_device_for_reported(st.st_dev);
+	CHECK(d && d->st.lib_calls == 6 && d->st.lib_hits == 4 && d->st.lib_hit_bytes == 16384);
+	CHECK(d && d->st.requests == 0);
+	CHECK(rd_device_for_reported(makedev(4095, 1048575)) == NULL);
+	CHECK(rd_stats.unattributed.calls == 24 && rd_stats.unattributed.hits == 22 &&
+	      rd_stats.unattributed.hit_bytes == 2200);
+	char *json = rd_stats_json();
+	CHECK(json && strstr(json, "\"library_hits\":4,\"library_hit_bytes\":16384"));
+	CHECK(json && strstr(json, "\"library_unattributed\":{\"calls\":24,\"hits\":22,\"hit_bytes\":2200}"));
+	free(json);
+	rd_device_stop_all();
+}
+
 int main(void)
 {
 	test_sizes();
@@ -166,5 +199,6 @@ int main(void)
 	test_queue();
 	test_policy_specs();
 	test_json();
+	test_report_devices();
 	return check_done();
 }

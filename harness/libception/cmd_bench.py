@@ -8,6 +8,7 @@ down on exit, on an error, on Ctrl-C and on SIGTERM.  See docs/benchmark.md.
 """
 import datetime
 import os
+import socket
 import sys
 
 from . import cgroup, cleanup, progress, results
@@ -34,12 +35,26 @@ def add_arguments(p):
     p.add_argument("--only", metavar="LIST",
                    help="comma-separated names; run only the parts of the scenario whose "
                         "name contains one (e.g. --only nginx)")
-    p.add_argument("--port", type=int, default=18700, help="web server port (default 18700)")
+    p.add_argument("--port", type=int, default=None,
+                   help="web server port (default 18700, or the next free one)")
 
 
 def _default_out(scenario):
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M")
     return os.path.join("results", f"{scenario}-{stamp}")
+
+
+def _free_port(first=18700, count=100):
+    """The first port from `first` nothing listens on, so that a second
+    benchmark (or a demo) started beside a running one does not collide."""
+    for port in range(first, first + count):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    return first
 
 
 def _remove_stale_groups():
@@ -102,7 +117,7 @@ def main(args):
     _remove_stale_groups()
     try:
         with cleanup.Cleanup(prog=PROG) as c:
-            rig = Rig(args.scenario, out, c, prog, res, port=args.port, log=log)
+            rig = Rig(args.scenario, out, c, prog, res, port=args.port or _free_port(), log=log)
             rig.log_plain = log_plain
             rig.only = [o for o in (args.only or "").split(",") if o]
             rc = mod.run(rig, settings)

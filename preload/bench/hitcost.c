@@ -9,6 +9,9 @@
  * libc's own function found with dlsym on libc.so.6 (no library).  For
  * each batch the mean time per call is taken; the report gives the median
  * over batches of each and their difference, the library's extra cost.
+ * A third pair opens the file, preads 64 KiB and closes it each time: a
+ * new descriptor's first hit, which pays the library's fstat for the
+ * device of the hit, plus its close wrapper.
  * Not a test: the numbers depend on the machine.
  */
 #include <dlfcn.h>
@@ -28,6 +31,7 @@
 
 typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
 typedef ssize_t (*sendfile_fn)(int, int, off_t *, size_t);
+typedef int (*close_fn)(int);
 
 static uint64_t now_ns(void)
 {
@@ -72,6 +76,20 @@ static double batch_sendfile(sendfile_fn f)
 	return (double)(now_ns() - t0) / PER_BATCH / 1000.0;
 }
 
+static const char *path;
+
+static double batch_open_pread(pread_fn f, close_fn c)
+{
+	uint64_t t0 = now_ns();
+	for (int i = 0; i < PER_BATCH; i++) {
+		int nfd = open(path, O_RDONLY);
+		if (nfd < 0 || f(nfd, buf, BS, (off_t)(i % blocks) * BS) != BS)
+			exit(1);
+		c(nfd);
+	}
+	return (double)(now_ns() - t0) / PER_BATCH / 1000.0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || argc > 3) {
@@ -83,6 +101,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hitcost: BATCHES must be a positive number\n");
 		return 2;
 	}
+	path = argv[1];
 	fd = open(argv[1], O_RDONLY);
 	devnull = open("/dev/null", O_WRONLY);
 	struct stat st;
@@ -101,13 +120,15 @@ int main(int argc, char **argv)
 	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
 	pread_fn libc_pread = libc ? (pread_fn)dlsym(libc, "pread64") : NULL;
 	sendfile_fn libc_sendfile = libc ? (sendfile_fn)dlsym(libc, "sendfile64") : NULL;
-	if (!libc_pread || !libc_sendfile) {
-		fprintf(stderr, "hitcost: libc's pread64/sendfile64 not found\n");
+	close_fn libc_close = libc ? (close_fn)dlsym(libc, "close") : NULL;
+	if (!libc_pread || !libc_sendfile || !libc_close) {
+		fprintf(stderr, "hitcost: libc's pread64/sendfile64/close not found\n");
 		return 1;
 	}
 	/* Through the PLT: the library's wrapper when it is preloaded. */
 	pread_fn lib_pread = pread64;
 	sendfile_fn lib_sendfile = sendfile64;
+	close_fn lib_close = close;
 	if ((void *)dlsym(RTLD_DEFAULT, "pread64") == (void *)libc_pread) {
 		fprintf(stderr, "hitcost: libception.so is not preloaded (set LD_PRELOAD)\n");
 		return 1;
@@ -118,6 +139,7 @@ int main(int argc, char **argv)
 
 	double *pl = malloc(sizeof(double) * (size_t)batches), *pc = malloc(sizeof(double) * (size_t)batches);
 	double *sl = malloc(sizeof(double) * (size_t)batches), *sc = malloc(sizeof(double) * (size_t)batches);
+	double *ol = malloc(sizeof(double) * (size_t)batches), *oc = malloc(sizeof(double) * (size_t)batches);
 	for (int i = 0; i < batches; i++) {
 		/* alternate which goes first, so drift hits both alike */
 		if (i % 2) {
@@ -125,17 +147,24 @@ int main(int argc, char **argv)
 			pl[i] = batch_pread(lib_pread);
 			sc[i] = batch_sendfile(libc_sendfile);
 			sl[i] = batch_sendfile(lib_sendfile);
+			oc[i] = batch_open_pread(libc_pread, libc_close);
+			ol[i] = batch_open_pread(lib_pread, lib_close);
 		} else {
 			pl[i] = batch_pread(lib_pread);
 			pc[i] = batch_pread(libc_pread);
 			sl[i] = batch_sendfile(lib_sendfile);
 			sc[i] = batch_sendfile(libc_sendfile);
+			ol[i] = batch_open_pread(lib_pread, lib_close);
+			oc[i] = batch_open_pread(libc_pread, libc_close);
 		}
 	}
 	double mpc = median(pc, batches), mpl = median(pl, batches);
 	double msc = median(sc, batches), msl = median(sl, batches);
+	double moc = median(oc, batches), mol = median(ol, batches);
 	printf("hitcost: %d batches of %d calls, 64 KiB each, file cached\n", batches, PER_BATCH);
 	printf("hitcost: pread64   libc %.3f us  libception %.3f us  extra %.3f us\n", mpc, mpl, mpl - mpc);
 	printf("hitcost: sendfile64 libc %.3f us  libception %.3f us  extra %.3f us\n", msc, msl, msl - msc);
+	printf("hitcost: open+pread64+close libc %.3f us  libception %.3f us  extra %.3f us\n", moc, mol,
+	       mol - moc);
 	return 0;
 }

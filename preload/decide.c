@@ -77,15 +77,19 @@ static int raw_fstat(int fd, struct stat *st)
 	return (int)syscall(SYS_fstat, fd, st);
 }
 
-/* fstat that also teaches the fd cache which device fd is on. */
+/* fstat that also teaches the fd cache which device fd's file is on.
+ * Only regular files take a device slot: pipes, sockets and device nodes
+ * (their st_dev is pipefs, sockfs, devtmpfs) would waste the few slots. */
 static int fstat_dev(struct shim_op *op, int fd, struct stat *st)
 {
 	uint64_t token;
 	shim_fd_lookup(fd, &token);
 	if (raw_fstat(fd, st) < 0)
 		return -1;
-	op->dev = shim_dev_slot(st->st_dev);
-	shim_fd_learn(fd, token, op->dev);
+	if (S_ISREG(st->st_mode)) {
+		op->dev = shim_dev_slot(st->st_dev);
+		shim_fd_learn(fd, token, op->dev);
+	}
 	return 0;
 }
 

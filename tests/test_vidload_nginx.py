@@ -83,6 +83,21 @@ def test_slow_server_fails_sessions_on_the_deadline(vidload_lib, vidload_nginx):
     assert r["failed"] + r["active_at_end"] + r["finished"] == r["started"]
 
 
+def test_hd_on_a_slow_link_keeps_up_after_a_long_burst(vidload_www, vidload_nginx):
+    """HD (2.5 MiB segments) at 3.5 Mbit/s: the three-segment burst takes
+    18 s, past segment 3's slot at 10 s; the schedule shifts by the overrun,
+    so segment 4 (due at 20 s, 30.4 s on a backlogged link) does not fail."""
+    hd_segment = 2621440
+    lib = write_library(vidload_www / "hd.lcvl",
+                        [(f"hd/v{i}.mp4", 5 * hd_segment, 2097152, 0) for i in range(3)])
+    materialize(lib, vidload_www / "www")
+    srv = vidload_nginx(vidload_www / "www")
+    r = vidload.run(srv.url, lib, rate=1, duration=40, seed=2, views="0,1", links=["3.5M"],
+                    progress=0)["result"]
+    assert r["failed"] == 0, r["first_error"]
+    assert r["finished"] >= 1
+
+
 @pytest.mark.parametrize("link_bps", [3.5e6, 10e6])
 def test_link_emulation_rate_within_5_percent(vidload_lib, vidload_nginx, link_bps):
     # The server's send buffer is kept small so the paced reads are what it feels.

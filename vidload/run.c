@@ -100,8 +100,11 @@ double vl_failed_pct(const struct vl_result *res)
 /* When segment k is asked for, in client time (the request reaches the server
  * delay_ns later), or NEVER while that is not yet known.  As in the papers,
  * each burst segment is asked for as soon as the previous reply has arrived;
- * later ones keep a fixed schedule from the planned start, but never before
- * the burst is over.  Only k == next_recv or k == next_send are asked about. */
+ * later ones keep a fixed schedule from the planned start.  A burst that
+ * overruns the first scheduled request (HD at 3.5 Mbit/s: 18 s) shifts the
+ * whole schedule once by the overrun, as a player whose buffer fills late
+ * drains it late; otherwise the backlog would fail such sessions by
+ * construction.  Only k == next_recv or k == next_send are asked about. */
 #define NEVER INT64_MAX
 static int64_t sched_ns(struct run *r, struct sess *s, unsigned k)
 {
@@ -112,8 +115,9 @@ static int64_t sched_ns(struct run *r, struct sess *s, unsigned k)
 		return k == s->next_recv ? s->prev_done : NEVER;
 	if (!s->burst_done)
 		return NEVER;
-	int64_t fixed = s->start + (int64_t)llround(workload_send_time(p, k) * NS);
-	return fixed > s->burst_done ? fixed : s->burst_done;
+	int64_t first = s->start + (int64_t)llround(workload_send_time(p, p->burst) * NS);
+	int64_t shift = s->burst_done > first ? s->burst_done - first : 0;
+	return s->start + (int64_t)llround(workload_send_time(p, k) * NS) + shift;
 }
 
 static uint64_t seg_offset(struct sess *s, unsigned k)

@@ -8,7 +8,6 @@ down on exit, on an error, on Ctrl-C and on SIGTERM.  See docs/benchmark.md.
 """
 import datetime
 import os
-import socket
 import sys
 
 from . import cgroup, cleanup, progress, results
@@ -47,14 +46,8 @@ def _default_out(scenario):
 def _free_port(first=18700, count=100):
     """The first port from `first` nothing listens on, so that a second
     benchmark (or a demo) started beside a running one does not collide."""
-    for port in range(first, first + count):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    return first
+    from .servers import port_free
+    return next((p for p in range(first, first + count) if port_free(p)), first)
 
 
 def _remove_stale_groups():

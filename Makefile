@@ -20,6 +20,8 @@ install: $(COMPONENTS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/libception
 	install -m 755 harness/bin/libception $(DESTDIR)$(PREFIX)/bin/libception
 ifeq ($(LINK_HARNESS),1)
+	@# a copy left by `make install PREFIX=build` would take the link inside it
+	[ -L $(DESTDIR)$(PREFIX)/share/libception/harness ] || rm -rf $(DESTDIR)$(PREFIX)/share/libception/harness
 	ln -sfn $(CURDIR)/harness $(DESTDIR)$(PREFIX)/share/libception/harness
 else
 	rm -rf $(DESTDIR)$(PREFIX)/share/libception/harness

@@ -19,15 +19,18 @@ void *rd_worker_main(void *arg);   /* worker.c */
 /* How long exiting waits for workers to finish their current piece. */
 #define RD_STOP_WAIT_NS (3ull * 1000000000u)
 
-/* fs_dev -> device; partitions of one disk share a device. */
+/* fs_dev -> device (or, until one exists, library-only disk); partitions
+ * of one disk share a device. */
 struct dev_map {
 	struct dev_map *next;
 	dev_t fs_dev;
 	struct rd_device *dev;
+	struct rd_lib_disk *lib;   /* set only while dev is NULL */
 };
 
 static struct dev_map *maps;
 static struct rd_device *devices, **devices_tail = &devices;
+static struct rd_lib_disk *lib_disks, **lib_disks_tail = &lib_disks;
 
 static int read_line(const char *path, char *buf, size_t len)
 {
@@ -219,23 +222,64 @@ fail:
 	return NULL;
 }
 
-struct rd_device *rd_device_for(dev_t fs_dev)
+static struct dev_map *find_map(dev_t fs_dev)
 {
 	for (struct dev_map *m = maps; m; m = m->next)
 		if (m->fs_dev == fs_dev)
-			return m->dev;
+			return m;
+	return NULL;
+}
+
+static struct dev_map *add_map(dev_t fs_dev)
+{
 	struct dev_map *m = calloc(1, sizeof *m);
 	if (!m)
 		return NULL;
-	m->dev = create(fs_dev);
-	if (!m->dev) {
-		free(m);
-		return NULL;
-	}
 	m->fs_dev = fs_dev;
 	m->next = maps;
 	maps = m;
-	return m->dev;
+	return m;
+}
+
+/* A new device takes over the library-only record of its disk. */
+static void absorb_lib_disk(struct rd_device *d)
+{
+	for (struct rd_lib_disk **p = &lib_disks; *p; p = &(*p)->next) {
+		struct rd_lib_disk *l = *p;
+		if (l->disk != d->info.disk)
+			continue;
+		pthread_mutex_lock(&d->lock);
+		d->st.lib_calls += l->st.calls;
+		d->st.lib_hits += l->st.hits;
+		d->st.lib_hit_bytes += l->st.hit_bytes;
+		pthread_mutex_unlock(&d->lock);
+		for (struct dev_map *m = maps; m; m = m->next)
+			if (m->lib == l) {
+				m->lib = NULL;
+				m->dev = d;
+			}
+		*p = l->next;
+		if (lib_disks_tail == &l->next)
+			lib_disks_tail = p;
+		free(l);
+		return;
+	}
+}
+
+struct rd_device *rd_device_for(dev_t fs_dev)
+{
+	struct dev_map *m = find_map(fs_dev);
+	if (m && m->dev)
+		return m->dev;
+	struct rd_device *d = create(fs_dev);
+	if (!d)
+		return NULL;
+	absorb_lib_disk(d);  /* re-points m too, if it was library-only */
+	if (!m && !(m = add_map(fs_dev)))
+		return d;        /* found again, through its disk, next time */
+	m->dev = d;
+	m->lib = NULL;
+	return d;
 }
 
 /* 1 if some mount in /proc/self/mountinfo has st_dev dev. */
@@ -257,12 +301,57 @@ static int mounted(dev_t dev)
 	return found;
 }
 
-struct rd_device *rd_device_for_reported(dev_t fs_dev)
+static void add_counts(struct rd_lib_dev_stats *s, const struct lc_report_dev *e)
 {
-	for (struct dev_map *m = maps; m; m = m->next)
-		if (m->fs_dev == fs_dev)
-			return m->dev;
-	return mounted(fs_dev) ? rd_device_for(fs_dev) : NULL;
+	s->calls += e->calls;
+	s->hits += e->hits;
+	s->hit_bytes += e->hit_bytes;
+}
+
+int rd_device_count_library(dev_t fs_dev, const struct lc_report_dev *e)
+{
+	struct dev_map *m = find_map(fs_dev);
+	if (!m) {
+		if (!mounted(fs_dev))
+			return -1;
+		struct rd_device_info info;
+		char name[64];
+		rd_device_identify(fs_dev, &info, name, sizeof name);
+		struct rd_device *d = find_by_disk(info.disk);
+		struct rd_lib_disk *l = NULL;
+		if (!d) {
+			for (l = lib_disks; l && l->disk != info.disk; l = l->next)
+				;
+			if (!l) {
+				if (!(l = calloc(1, sizeof *l)))
+					return -1;
+				l->disk = info.disk;
+				snprintf(l->name, sizeof l->name, "%s", name);
+				*lib_disks_tail = l;
+				lib_disks_tail = &l->next;
+			}
+		}
+		if (!(m = add_map(fs_dev)))
+			return -1;
+		m->dev = d;
+		m->lib = l;
+	}
+	if (m->lib) {
+		add_counts(&m->lib->st, e);
+		return 0;
+	}
+	struct rd_device *d = m->dev;
+	pthread_mutex_lock(&d->lock);
+	d->st.lib_calls += e->calls;
+	d->st.lib_hits += e->hits;
+	d->st.lib_hit_bytes += e->hit_bytes;
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+struct rd_lib_disk *rd_lib_disk_list(void)
+{
+	return lib_disks;
 }
 
 struct rd_device *rd_device_list(void)

@@ -37,10 +37,24 @@ struct rd_device {
 
 /* The device of a file system (created on first use), or NULL. */
 struct rd_device *rd_device_for(dev_t fs_dev);
-/* The same for a st_dev a library reported: created only if a file system
- * with that st_dev is mounted here (a client's numbers are not trusted to
- * name one, and every device costs a worker); NULL otherwise. */
-struct rd_device *rd_device_for_reported(dev_t fs_dev);
+
+/* A disk the libraries reported calls on (LC_MSG_REPORT) that nobody has
+ * sent an ENSURE for yet: only its name and the library's counters, no
+ * queue and no worker.  The device created by a first ENSURE on the disk
+ * takes its counters over, and the record goes away. */
+struct rd_lib_disk {
+	struct rd_lib_disk *next;
+	dev_t disk;
+	char name[64];
+	struct rd_lib_dev_stats st;
+};
+
+/* Count one report entry on the device or library-only disk of fs_dev
+ * (partitions map to their disk).  A st_dev no file system mounted here
+ * has is refused (-1): a client's numbers are not trusted to name one. */
+int rd_device_count_library(dev_t fs_dev, const struct lc_report_dev *e);
+/* Library-only disks, in the order first reported (main thread only). */
+struct rd_lib_disk *rd_lib_disk_list(void);
 /* All devices, in creation order (main thread only). */
 struct rd_device *rd_device_list(void);
 /* Stop every worker after its current piece and wait for them. */

@@ -64,18 +64,11 @@ void rd_stats_report(const struct lc_report *r)
 		const struct lc_report_dev *e = i < LC_REPORT_DEVS ? &r->devs[i] : &r->other;
 		if (!e->calls && !e->hits && !e->hit_bytes)
 			continue;
-		struct rd_device *d = i < LC_REPORT_DEVS ? rd_device_for_reported((dev_t)e->dev) : NULL;
-		if (!d) {
-			rd_stats.unattributed.calls += e->calls;
-			rd_stats.unattributed.hits += e->hits;
-			rd_stats.unattributed.hit_bytes += e->hit_bytes;
+		if (i < LC_REPORT_DEVS && rd_device_count_library((dev_t)e->dev, e) == 0)
 			continue;
-		}
-		pthread_mutex_lock(&d->lock);
-		d->st.lib_calls += e->calls;
-		d->st.lib_hits += e->hits;
-		d->st.lib_hit_bytes += e->hit_bytes;
-		pthread_mutex_unlock(&d->lock);
+		rd_stats.unattributed.calls += e->calls;
+		rd_stats.unattributed.hits += e->hits;
+		rd_stats.unattributed.hit_bytes += e->hit_bytes;
 	}
 }
 
@@ -178,6 +171,19 @@ char *rd_stats_json(void)
 		rd_json_obj_end(&j);
 	}
 	rd_json_obj_end(&j);
+	rd_json_arr_begin(&j, "library_devices");
+	for (struct rd_lib_disk *l = rd_lib_disk_list(); l; l = l->next) {
+		char disk[32];
+		snprintf(disk, sizeof disk, "%u:%u", major(l->disk), minor(l->disk));
+		rd_json_obj_begin(&j, NULL);
+		rd_json_str(&j, "name", l->name);
+		rd_json_str(&j, "disk", disk);
+		rd_json_u64(&j, "library_calls", l->st.calls);
+		rd_json_u64(&j, "library_hits", l->st.hits);
+		rd_json_u64(&j, "library_hit_bytes", l->st.hit_bytes);
+		rd_json_obj_end(&j);
+	}
+	rd_json_arr_end(&j);
 	rd_json_obj_begin(&j, "library_unattributed");
 	rd_json_u64(&j, "calls", rd_stats.unattributed.calls);
 	rd_json_u64(&j, "hits", rd_stats.unattributed.hits);

@@ -241,9 +241,10 @@ def wait_stats(d, ready):
 
 
 def test_report_devices_are_counted(receptiond, target):
-    """Per-device entries land on the device of their st_dev (created if a
-    file system with it is mounted); a st_dev mounted nowhere and the
-    library's "other" entry go to library_unattributed."""
+    """Per-device entries land on the disk of their st_dev if a file system
+    with it is mounted (library_devices until the disk gets an ENSURE, then
+    on its device); a st_dev mounted nowhere and the library's "other"
+    entry go to library_unattributed."""
     dev = os.stat(target).st_dev
     bogus = os.makedev(4095, 1048575)
     msg = lcd.pack_report(os.getpid(), calls={"pread": 10}, hits={"pread": 9},
@@ -252,11 +253,10 @@ def test_report_devices_are_counted(receptiond, target):
     with receptiond.connect() as s:
         s.send(msg)
     st = wait_stats(receptiond, lambda st: st["library_unattributed"]["calls"])
-    devs = [d for d in st["devices"] if d["library_calls"]]
-    assert len(devs) == 1, st["devices"]
-    d = devs[0]
+    assert st["devices"] == []  # no queue, no worker for a report
+    assert len(st["library_devices"]) == 1, st["library_devices"]
+    d = st["library_devices"][0]
     assert (d["library_calls"], d["library_hits"], d["library_hit_bytes"]) == (4, 3, 3 * 4096)
-    assert d["requests"] == 0  # the daemon itself was never asked
     assert st["library_unattributed"] == {"calls": 6, "hits": 6, "hit_bytes": 510}
     # the human table shows them
     out = subprocess.run([LIBCEPTION, "stats", "--socket", receptiond.path],
@@ -266,6 +266,13 @@ def test_report_devices_are_counted(receptiond, target):
     # requests, daemon hits, library hits, library hit bytes
     assert re.search(r" 0 +0 +3 +12\.0 KiB ", row), row
     assert "library hits on no device known here: 6 hits" in out.stdout
+    # the disk's first ENSURE: its device takes the library's counts over
+    served_normally(receptiond, target)
+    st = receptiond.stats()
+    assert st["library_devices"] == []
+    dev = receptiond.device()
+    assert dev["disk"] == d["disk"] and dev["requests"] == 1
+    assert (dev["library_calls"], dev["library_hits"]) == (4, 3)
 
 
 @pytest.mark.parametrize("what,cut,note", [
@@ -285,7 +292,7 @@ def test_malformed_report_is_dropped(receptiond, target, what, cut, note):
     assert note in receptiond.log_text()
     st = receptiond.stats()
     assert st["calls"]["read"]["calls"] == 0
-    assert all(d["library_calls"] == 0 for d in st["devices"])
+    assert st["devices"] == [] and st["library_devices"] == []
     assert (st["bad_version"], st["malformed"]) == ((1, 0) if cut is None else (0, 1))
     served_normally(receptiond, target)
 

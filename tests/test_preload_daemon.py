@@ -287,9 +287,11 @@ def stats_when(d, ready, timeout=10):
 
 
 def device_on(st, path):
+    """The file's disk, among the daemon's devices or the disks only the
+    libraries reported (library_devices)."""
     disk = disk_of(path)
-    found = [dev for dev in st["devices"] if dev["disk"] == disk]
-    assert len(found) == 1, (disk, st["devices"])
+    found = [dev for dev in st["devices"] + st["library_devices"] if dev["disk"] == disk]
+    assert len(found) == 1, (disk, st["devices"], st["library_devices"])
     return found[0]
 
 
@@ -308,8 +310,16 @@ def test_library_hits_show_on_the_files_device(preload_built, make_daemon, tmp_p
     assert dev["library_hits"] == pread["hits"]
     assert dev["library_calls"] == pread["calls"]
     assert dev["library_hit_bytes"] == pread["bytes"]
-    assert dev["requests"] == 0  # all of them found by the library alone
+    # nothing was asked of the daemon: the disk has no queue of its own
+    assert dev in st["library_devices"] and not st["devices"]
     assert st["library_unattributed"]["calls"] == 0
+    # a first miss on that disk creates its device, which takes the counts over
+    cold = write_file(tmp_path / "cold", 1 << 20, seed=13)
+    expect_copy(cold, d.env(LIBCEPTION_MODE="prefetch+serialize"))
+    st = stats_when(d, lambda st: st["devices"] and st["calls"]["pread"]["calls"] > pread["calls"])
+    dev = device_on(st, f)
+    assert dev in st["devices"] and not st["library_devices"]
+    assert dev["requests"] >= 1 and dev["library_hits"] >= pread["hits"]
 
 
 READ_REUSED = """
@@ -340,7 +350,8 @@ def test_library_hits_follow_a_reused_descriptor(preload_built, make_daemon, tmp
         code, out, err = run([sys.executable, "-c", READ_REUSED, a, b],
                              d.env(LIBCEPTION_MODE="prefetch+serialize"))
         assert code == 0, err
-        st = stats_when(d, lambda st: any(dev["disk"] == disk_of(b) for dev in st["devices"]))
+        st = stats_when(d, lambda st: any(dev["disk"] == disk_of(b)
+                                          for dev in st["devices"] + st["library_devices"]))
         dev = device_on(st, b)
         assert (dev["library_calls"], dev["library_hits"]) == (16, 16), dev
         assert dev["library_hit_bytes"] == 16 * 4096

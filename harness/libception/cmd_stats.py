@@ -96,7 +96,12 @@ def render(st):
             f"{fmt_us(d['wait_us']['p50']) + '/' + fmt_us(d['wait_us']['p99']):>15} "
             f"{fmt_us(d['service_us']['p50']) + '/' + fmt_us(d['service_us']['p99']):>15} "
             f"{100 * d['busy_fraction']:>5.1f}%")
-    if not st["devices"]:
+    for d in st.get("library_devices", []):
+        # disks only the libraries have seen: nothing asked, no queue
+        out.append(f"{d['name']:<14} {'-':<12} {0:>9} {0:>8} {d['library_hits']:>9} "
+                   f"{human_bytes(d['library_hit_bytes']):>13} {'-':>7} {'-':>5} {'-':>10} "
+                   f"{'-':>10} {'-':>7} {'-':>15} {'-':>15} {'-':>6}")
+    if not st["devices"] and not st.get("library_devices"):
         out.append("(no requests yet)")
     un = st.get("library_unattributed", {})
     if un.get("calls") or un.get("hits"):

@@ -164,9 +164,10 @@ static void test_json(void)
 	rd_json_free(&j);
 }
 
-/* REPORT's per-device entries land on the device of their st_dev when a
- * file system with it is mounted, else in library_unattributed, as does a
- * library's "other" entry. */
+/* REPORT's per-device entries land on a library-only record of their
+ * disk when a file system with that st_dev is mounted, else in
+ * library_unattributed, as does a library's "other" entry.  A first
+ * ENSURE's device takes the record over. */
 static void test_report_devices(void)
 {
 	struct stat st;
@@ -179,16 +180,22 @@ static void test_report_devices(void)
 	r.other = (struct lc_report_dev){ .calls = 7, .hits = 6, .hit_bytes = 600 };
 	rd_stats_report(&r);
 	rd_stats_report(&r);
-	struct rd_device *d = rd_device_for_reported(st.st_dev);
-	CHECK(d && d->st.lib_calls == 6 && d->st.lib_hits == 4 && d->st.lib_hit_bytes == 16384);
-	CHECK(d && d->st.requests == 0);
-	CHECK(rd_device_for_reported(makedev(4095, 1048575)) == NULL);
+	CHECK(rd_device_list() == NULL);  /* no queue, no worker for a report */
+	struct rd_lib_disk *l = rd_lib_disk_list();
+	CHECK(l && !l->next && l->st.calls == 6 && l->st.hits == 4 && l->st.hit_bytes == 16384);
 	CHECK(rd_stats.unattributed.calls == 24 && rd_stats.unattributed.hits == 22 &&
 	      rd_stats.unattributed.hit_bytes == 2200);
 	char *json = rd_stats_json();
-	CHECK(json && strstr(json, "\"library_hits\":4,\"library_hit_bytes\":16384"));
+	CHECK(json && strstr(json, "\"library_calls\":6,\"library_hits\":4,\"library_hit_bytes\":16384}"));
 	CHECK(json && strstr(json, "\"library_unattributed\":{\"calls\":24,\"hits\":22,\"hit_bytes\":2200}"));
 	free(json);
+
+	struct rd_device *d = rd_device_for(st.st_dev);  /* a first ENSURE */
+	CHECK(d && d->st.lib_calls == 6 && d->st.lib_hits == 4 && d->st.lib_hit_bytes == 16384);
+	CHECK(rd_lib_disk_list() == NULL);
+	rd_stats_report(&r);
+	CHECK(d && d->st.lib_calls == 9 && d->st.lib_hits == 6 && rd_lib_disk_list() == NULL);
+	CHECK(rd_device_for(st.st_dev) == d);
 	rd_device_stop_all();
 }
 

@@ -223,3 +223,34 @@ def test_no_output_without_debug(preload_built, files):
     in the daemon-less failure path too."""
     code, out, err = run(["cat", files["big"]], lib_env("prefetch+serialize"))
     assert code == 0 and err == b""
+
+
+# close, dup2, dup3, close_range and closefrom are wrapped only to keep the
+# per-device hit counts right (devices.c); results and errno stay libc's.
+PY_DESCRIPTORS = r'''
+import os, sys
+def attempt(name, f, *a):
+    try:
+        print(name, f(*a))
+    except OSError as e:
+        print(name, "errno", e.errno)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+attempt("pread", lambda: len(os.pread(fd, 4096, 0)))
+attempt("close-bad", os.close, 12345)
+attempt("dup2-bad", os.dup2, 12345, 40)
+attempt("dup2", os.dup2, fd, 40)
+attempt("dup2-nonheritable", os.dup2, fd, 41, False)     # dup3 with O_CLOEXEC
+attempt("pread-dup", lambda: len(os.pread(40, 4096, 4096)))
+attempt("closerange", os.closerange, 40, 42)              # close_range
+attempt("pread-closed", os.pread, 40, 10, 0)
+attempt("close", os.close, fd)
+attempt("close-again", os.close, fd)
+'''
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_descriptor_calls_unchanged(preload_built, files, tmp_path, mode):
+    lib = same_with_and_without(files, [sys.executable, "-c", PY_DESCRIPTORS, files["big"]],
+                                mode, tmp_path)
+    out = lib[1].decode()
+    assert "close-bad errno 9" in out and "pread-closed errno 9" in out and "dup2 40" in out

@@ -29,6 +29,8 @@ def run(rig, s):
     series = {"prefetch + serialize": [], "prefetch only": []}
     for size in s["sizes"]:
         for label, mode in (("prefetch + serialize", "libception"), ("prefetch only", "prefetch")):
+            if not rig.wants(f"{mode}-{size}"):
+                continue
             o = rig.max_rate({**base, "mode": mode, "prefetch": size}, f"{mode}-{size}",
                              s["search"], {"config": mode, "prefetch": size})
             rows.append(common.row(f"{label} {size}", o, van.get("answer")))

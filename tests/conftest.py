@@ -2,9 +2,18 @@
 component's tests use.  Component fixtures live in tests/fixtures_*.py and
 are loaded through pytest_plugins below."""
 import os
+import signal
 import sys
 
 import pytest
+
+# Started in the background without job control (nohup, `cmd &` in a
+# script), the suite inherits SIGINT ignored, and so would every program it
+# starts: libfuse and Python then keep it ignored, and the tests of what
+# SIGINT does would fail for a reason outside the code.  A handled signal
+# is reset to the default in exec'd children.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")

@@ -11,7 +11,8 @@
  *
  * Requests are synchronous: the client sends one, waits (bounded) for the
  * reply with the same id, and drops replies with older ids, which are
- * answers it stopped waiting for.
+ * answers it stopped waiting for.  The one exception is an ENSURE flagged
+ * LC_F_LOOKAHEAD: sent without waiting, never answered.
  *
  * Any change to a struct bumps LC_PROTO_VERSION; the daemon answers a
  * request of another version with LC_ST_BADVERSION and the library then
@@ -31,6 +32,7 @@
 #define LC_ENV_SIZE     "LIBCEPTION_PREFETCH" /* prefetch size, bytes or with K/M suffix */
 #define LC_ENV_TIMEOUT  "LIBCEPTION_TIMEOUT_MS" /* longest wait for the daemon */
 #define LC_ENV_DEBUG    "LIBCEPTION_DEBUG"    /* file to write debug lines to */
+#define LC_ENV_LOOKAHEAD "LIBCEPTION_LOOKAHEAD" /* 1: ask for the next window early */
 
 /* Where the daemon listens when nobody says otherwise. */
 #define LC_DEFAULT_SOCKET_ROOT "/run/libception/receptiond.sock"
@@ -68,6 +70,14 @@ enum lc_call {
 
 /* ENSURE flags */
 #define LC_F_NO_PREFETCH 0x1u   /* serialize mode: read only what was asked */
+/* Look-ahead (LIBCEPTION_LOOKAHEAD=1): the library asks for the window
+ * after the one its reader is in and does not wait.  The daemon queues it
+ * like any ENSURE (serialized, merged, skipped if cached) but never
+ * answers it, so no reply is left on the connection for a later blocking
+ * ENSURE to step over.  (A daemon that predates the flag answers anyway;
+ * the library drops that answer by its older id.)  A flag, not a struct
+ * change, so LC_PROTO_VERSION stays. */
+#define LC_F_LOOKAHEAD   0x2u
 
 enum lc_status {
 	LC_ST_OK = 0,          /* the range is resident */

@@ -252,6 +252,43 @@ out:
 	return ret;
 }
 
+/* A look-ahead: the same ENSURE, flagged LC_F_LOOKAHEAD, sent and not
+ * waited for.  It takes an id of the sequence, so a reply an old daemon
+ * sends anyway is older than the next blocking ENSURE's and dropped by
+ * wait_reply.  A full socket buffer drops the look-ahead, not the
+ * connection: the program's own misses still get through once the daemon
+ * has read what is queued. */
+int shim_client_lookahead(int fd, uint64_t off, uint64_t len, int call)
+{
+	if (__atomic_load_n(&incompatible, __ATOMIC_RELAXED))
+		return -1;
+	struct conn *c = get_conn();
+	if (!c)
+		return -1;
+	int oldstate, ret = 0;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &oldstate);
+	struct lc_ensure m = {
+		.h = { .magic = LC_PROTO_MAGIC, .version = LC_PROTO_VERSION,
+		       .type = LC_MSG_ENSURE, .id = ++c->next_id },
+		.offset = off,
+		.length = len,
+		.flags = LC_F_LOOKAHEAD,
+		.call = (uint32_t)call,
+		.prefetch = shim_cfg.prefetch_set ? shim_cfg.prefetch : 0,
+	};
+	if (send_ensure(c, &m, fd) < 0) {
+		ret = -1;
+		if (errno != EAGAIN) {
+			drop(c);
+			back_off("look-ahead not sent");
+		}
+	}
+	shim_debug("look-ahead fd %d [%llu, +%llu)%s", fd, (unsigned long long)off,
+		   (unsigned long long)len, ret ? " dropped" : "");
+	pthread_setcancelstate(oldstate, &oldstate);
+	return ret;
+}
+
 int shim_client_send_report(const struct lc_report *r)
 {
 	if (__atomic_load_n(&incompatible, __ATOMIC_RELAXED))

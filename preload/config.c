@@ -6,6 +6,7 @@
  * safe choice and leaves a note that debug output shows:
  *   bad mode         -> off (pass everything through)
  *   bad size/timeout -> the default
+ *   bad look-ahead   -> off
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,17 @@ void shim_config_parse(struct shim_config *cfg, const char *(*get)(const char *)
 		else
 			cfg->timeout_ms = (int)t;
 	}
+
+	if ((v = get(LC_ENV_LOOKAHEAD)) && v[0]) {
+		if (strcmp(v, "1") == 0)
+			cfg->lookahead = 1;
+		else if (strcmp(v, "0") != 0)
+			note(cfg, LC_ENV_LOOKAHEAD, v, "not 0 or 1, look-ahead off");
+	}
+	/* Only the daemon prefetches windows ahead: in the other modes there
+	 * is no window to look past. */
+	if (cfg->mode != SHIM_MODE_PREFETCH_SERIALIZE)
+		cfg->lookahead = 0;
 
 	/* The default socket is chosen here, once, in the process that loaded
 	 * us: nginx's master runs as root and its workers (which change uid

@@ -14,6 +14,10 @@
  * passed through anyway, so it needs no check.  The device a hit is
  * counted on comes from devices.c's fd cache: an fstat only on the first
  * hit of a descriptor.
+ *
+ * With LIBCEPTION_LOOKAHEAD=1 a hit also tells ahead.c how far the reader
+ * got, and a miss the window the daemon vouched for (no syscall unless a
+ * look-ahead is sent).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -63,6 +67,11 @@ static void miss(struct shim_op *op, int fd, const struct stat *st, uint64_t off
 	case SHIM_MODE_PREFETCH_SERIALIZE:
 		if (shim_client_ensure(fd, off, len, op->call, &roff, &rlen) != SHIM_ENSURE_OK)
 			rlen = 0;
+		if (shim_cfg.lookahead && rlen) {
+			/* a call as long as the window reaches its end at once */
+			shim_ahead_learn(fd, roff, rlen, (uint64_t)st->st_size);
+			shim_ahead_reached(fd, off, len, op->call);
+		}
 		break;
 	default:
 		return;
@@ -153,6 +162,8 @@ void shim_before(struct shim_op *op, int call, int fd, int64_t off, uint64_t len
 	if (res == SHIM_RES_RESIDENT) {
 		op->active = op->hit = 1;
 		hit_dev(op, fd);
+		if (shim_cfg.lookahead)
+			shim_ahead_reached(fd, (uint64_t)off, want, call);
 		goto out;
 	}
 	if (fstat_dev(op, fd, &st) < 0 || !S_ISREG(st.st_mode))
@@ -177,6 +188,8 @@ void shim_before(struct shim_op *op, int call, int fd, int64_t off, uint64_t len
 	case SHIM_RES_UNKNOWN:
 		if (shim_hint_covers(st.st_dev, st.st_ino, (uint64_t)off, want)) {
 			op->hit = 1;
+			if (shim_cfg.lookahead)
+				shim_ahead_reached(fd, (uint64_t)off, want, call);
 			break;
 		}
 		/* only the daemon can tell */

@@ -261,11 +261,25 @@ SHIM_EXPORT ssize_t splice(int in, off_t *inp, int out, off_t *outp, size_t n, u
 	WRAP_OFFP(LC_CALL_SPLICE, in, inp, n, splice, in, inp, out, outp, n, flags);
 }
 
-/* ---- bookkeeping: descriptors freed or replaced (devices.c's cache) ----
+/* ---- bookkeeping: descriptors freed or replaced (devices.c's and ahead.c's caches) ----
  * The real call is made unchanged; the cache forgets the descriptors
  * before (a cancelled close may never return) and after (a fill that
  * raced with the call fails on the bumped generation).  Neither touches
  * errno.  Before init the kernel is called directly. */
+static void forget(int fd)
+{
+	shim_fd_forget(fd);
+	if (shim_cfg.lookahead && fd >= 0)
+		shim_ahead_forget_range((unsigned)fd, (unsigned)fd);
+}
+
+static void forget_range(unsigned lo, unsigned hi)
+{
+	shim_fd_forget_range(lo, hi);
+	if (shim_cfg.lookahead)
+		shim_ahead_forget_range(lo, hi);
+}
+
 #define FALLBACK_close(fd)                    syscall(SYS_close, fd)
 #define FALLBACK_dup2(o, n)                   syscall(SYS_dup2, o, n)
 #define FALLBACK_dup3(o, n, f)                syscall(SYS_dup3, o, n, f)
@@ -273,44 +287,44 @@ SHIM_EXPORT ssize_t splice(int in, off_t *inp, int out, off_t *outp, size_t n, u
 
 SHIM_EXPORT int close(int fd)
 {
-	shim_fd_forget(fd);
+	forget(fd);
 	int r = (int)REAL(close, fd);
-	shim_fd_forget(fd);
+	forget(fd);
 	return r;
 }
 
 SHIM_EXPORT int dup2(int oldfd, int newfd)
 {
-	shim_fd_forget(newfd);
+	forget(newfd);
 	int r = (int)REAL(dup2, oldfd, newfd);
-	shim_fd_forget(newfd);
+	forget(newfd);
 	return r;
 }
 
 SHIM_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
-	shim_fd_forget(newfd);
+	forget(newfd);
 	int r = (int)REAL(dup3, oldfd, newfd, flags);
-	shim_fd_forget(newfd);
+	forget(newfd);
 	return r;
 }
 
 /* CLOSE_RANGE_CLOEXEC closes nothing now; forgetting anyway is harmless. */
 SHIM_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
 {
-	shim_fd_forget_range(lo, hi);
+	forget_range(lo, hi);
 	int r = (int)REAL(close_range, lo, hi, flags);
-	shim_fd_forget_range(lo, hi);
+	forget_range(lo, hi);
 	return r;
 }
 
 SHIM_EXPORT void closefrom(int lo)
 {
 	unsigned from = lo < 0 ? 0 : (unsigned)lo;
-	shim_fd_forget_range(from, ~0u);
+	forget_range(from, ~0u);
 	if (shim_real.closefrom)
 		shim_real.closefrom(lo);
 	else
 		syscall(SYS_close_range, from, ~0u, 0);
-	shim_fd_forget_range(from, ~0u);
+	forget_range(from, ~0u);
 }

@@ -43,6 +43,7 @@ static void atfork_child(void)
 {
 	shim_client_atfork_child();
 	shim_stats_atfork_child();
+	shim_ahead_atfork_child();
 }
 
 #define RESOLVE(field, name) \

@@ -11,6 +11,7 @@
  *   local.c      mode prefetch: the enlarged read done in-process
  *   stats.c      counters, latency histograms, LC_MSG_REPORT
  *   devices.c    per-device slots and the fd -> device cache
+ *   ahead.c      LIBCEPTION_LOOKAHEAD: the fd -> window cache, look-aheads
  *   debug.c      LIBCEPTION_DEBUG lines
  *
  * Every non-static function is prefixed shim_.  Nothing here may change
@@ -40,6 +41,7 @@ struct shim_config {
 	uint64_t prefetch;        /* bytes; 0 in serialize mode */
 	int prefetch_set;         /* LIBCEPTION_PREFETCH given: the daemon must use it */
 	int timeout_ms;
+	int lookahead;            /* LIBCEPTION_LOOKAHEAD=1 in prefetch+serialize mode */
 	char socket[108];         /* sun_path */
 	char debug[4096];         /* "" = no debug output */
 	char bad[160];            /* why the environment was rejected, for debug */
@@ -117,6 +119,9 @@ enum shim_ensure shim_client_ensure(int fd, uint64_t off, uint64_t len, int call
 /* Send without waiting for an answer; 0 on success.  Never connects while
  * the client is backing off. */
 int shim_client_send_report(const struct lc_report *r);
+/* Send an ENSURE flagged LC_F_LOOKAHEAD and do not wait; 0 if sent.
+ * Never blocks: a full socket drops it. */
+int shim_client_lookahead(int fd, uint64_t off, uint64_t len, int call);
 void shim_client_atfork_child(void);
 void shim_client_init(void);
 
@@ -140,6 +145,16 @@ void shim_fd_learn(int fd, uint64_t token, int slot);
 /* A descriptor (or all in [lo, hi]) was closed or replaced. */
 void shim_fd_forget(int fd);
 void shim_fd_forget_range(unsigned lo, unsigned hi);
+
+/* ---- ahead.c ---- */
+/* The daemon vouched for [off, off+len) of fd, a file of `size` bytes. */
+void shim_ahead_learn(int fd, uint64_t off, uint64_t len, uint64_t size);
+/* A call on fd read [off, off+len) from the page cache: if that reaches
+ * the last quarter of the window, ask for the next one without waiting. */
+void shim_ahead_reached(int fd, uint64_t off, uint64_t len, int call);
+/* A descriptor (or all in [lo, hi]) was closed or replaced. */
+void shim_ahead_forget_range(unsigned lo, unsigned hi);
+void shim_ahead_atfork_child(void);
 
 /* ---- stats.c ---- */
 /* dev: the device slot, -1 if unknown. */

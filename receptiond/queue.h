@@ -22,6 +22,7 @@ struct rd_waiter {
 	struct rd_conn *conn;     /* holds a reference */
 	uint64_t id;              /* the client's request id */
 	uint64_t offset, length;
+	int silent;               /* a look-ahead (LC_F_LOOKAHEAD): no answer */
 };
 
 struct rd_req {

@@ -153,12 +153,21 @@ static void malformed(struct rd_conn *c, const char *what)
 
 static void answer_status(struct rd_conn *c, const struct lc_header *h, int status)
 {
+
 	struct lc_ensure_reply r = {
 		.h = { .magic = LC_PROTO_MAGIC, .version = LC_PROTO_VERSION, .type = h->type,
 		       .id = h->id },
 		.status = status,
 	};
 	rd_conn_send(c, &r, sizeof r);
+}
+
+/* Answer a well-formed ENSURE, unless it is a look-ahead, which nobody
+ * waits for (protocol.h). */
+static void answer_ensure(struct rd_conn *c, const struct lc_ensure *m, int status)
+{
+	if (!(m->flags & LC_F_LOOKAHEAD))
+		answer_status(c, &m->h, status);
 }
 
 /*
@@ -200,14 +209,14 @@ static void handle_ensure(struct rd_conn *c, const struct lc_ensure *m, int fd)
 		rd_stats.bad_requests++;
 		rd_log_limited(&bad_sec, &bad_suppressed, "client pid %d uid %u: ENSURE: %s",
 		               (int)c->pid, (unsigned)c->uid, why);
-		answer_status(c, &m->h, LC_ST_BADREQUEST);
+		answer_ensure(c, m, LC_ST_BADREQUEST);
 		close(fd);
 		return;
 	}
 	rd_stats_client(c->pid, c->uid, 0);
 	struct rd_device *d = rd_device_for(st.st_dev);
 	if (!d) {
-		answer_status(c, &m->h, LC_ST_BUSY);
+		answer_ensure(c, m, LC_ST_BUSY);
 		close(fd);
 		return;
 	}
@@ -294,7 +303,7 @@ static int handle_message(struct rd_conn *c, const char *buf, ssize_t n, int fla
 	case LC_MSG_ENSURE:
 		if (nfds != 1) {
 			malformed(c, nfds ? "more than one file descriptor" : "ENSURE without a file descriptor");
-			answer_status(c, h, LC_ST_BADREQUEST);
+			answer_ensure(c, (const void *)buf, LC_ST_BADREQUEST);
 			goto out;
 		}
 		fd_used = 1;

@@ -109,6 +109,8 @@ static void device_json(struct rd_json *j, struct rd_device *d, uint64_t now)
 	rd_json_u64(j, "misses", s->misses);
 	rd_json_u64(j, "merged", s->merged);
 	rd_json_u64(j, "busy_rejected", s->busy);
+	rd_json_u64(j, "lookahead", s->lookahead);
+	rd_json_u64(j, "lookahead_dropped", s->lookahead_dropped);
 	rd_json_u64(j, "errors", s->errors);
 	rd_json_u64(j, "reads", s->reads);
 	rd_json_u64(j, "bytes_asked", s->bytes_asked);

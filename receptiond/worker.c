@@ -1,6 +1,12 @@
 /*
  * worker.c - the life of an ENSURE on its device: the hit check, joining
  * or queueing, the worker that reads the window, and the answers.
+ *
+ * A look-ahead (LC_F_LOOKAHEAD) lives the same life without answers: a
+ * hit ends it, otherwise it joins or queues as a silent waiter.  It only
+ * takes the first half of its connection's pending budget and of the
+ * queue, so the misses a program waits for are never refused because of
+ * reads nobody waits for; a look-ahead that finds no room is dropped.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -60,6 +66,7 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	if (lo > hi)
 		lo = hi;
 	int no_prefetch = (m->flags & LC_F_NO_PREFETCH) != 0;
+	int silent = (m->flags & LC_F_LOOKAHEAD) != 0;
 
 	/* A hit: nothing to read, say how far the cached run goes.  The
 	 * common hit lies in a window prefetched earlier, so one cachestat
@@ -80,11 +87,13 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 		};
 		pthread_mutex_lock(&d->lock);
 		d->st.requests++;
+		d->st.lookahead += (uint64_t)silent;
 		d->st.hits++;
 		d->st.bytes_asked += hi - lo;
 		observe(d, &comp);
 		pthread_mutex_unlock(&d->lock);
-		reply(c, m->h.id, LC_ST_OK, 1, lo, whi, 0);
+		if (!silent)
+			reply(c, m->h.id, LC_ST_OK, 1, lo, whi, 0);
 		close(fd);
 		return;
 	}
@@ -92,12 +101,19 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	struct rd_waiter *w = calloc(1, sizeof *w);
 	if (!w)
 		goto busy_nolock;
-	*w = (struct rd_waiter){ .conn = c, .id = m->h.id, .offset = lo, .length = hi - lo };
+	*w = (struct rd_waiter){ .conn = c, .id = m->h.id, .offset = lo, .length = hi - lo,
+	                         .silent = silent };
 
 	pthread_mutex_lock(&d->lock);
 	d->st.requests++;
+	d->st.lookahead += (uint64_t)silent;
 	d->st.bytes_asked += hi - lo;
-	if (__atomic_load_n(&c->pending, __ATOMIC_RELAXED) >= rd_cfg.conn_pending)
+	unsigned pending = __atomic_load_n(&c->pending, __ATOMIC_RELAXED);
+	if (silent && (pending >= rd_cfg.conn_pending / 2 || d->q.len >= rd_cfg.queue_depth / 2)) {
+		d->st.lookahead_dropped++;
+		goto busy;
+	}
+	if (pending >= rd_cfg.conn_pending)
 		goto busy;
 	struct rd_req *r = rd_queue_find_join(&d->q, st->st_dev, st->st_ino, lo, hi - lo);
 	if (r) {
@@ -131,11 +147,13 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	pthread_mutex_unlock(&d->lock);
 	return;
 busy:
-	d->st.busy++;
+	if (!silent)
+		d->st.busy++;
 	pthread_mutex_unlock(&d->lock);
 busy_nolock:
 	free(w);
-	reply(c, m->h.id, LC_ST_BUSY, 0, 0, 0, 0);
+	if (!silent)
+		reply(c, m->h.id, LC_ST_BUSY, 0, 0, 0, 0);
 	close(fd);
 }
 
@@ -145,7 +163,8 @@ void rd_device_complete(struct rd_device *d, struct rd_req *r, const struct rd_c
 	uint64_t end = c->window_offset + c->window_length;
 	for (struct rd_waiter *w = r->waiters, *next; w; w = next) {
 		next = w->next;
-		reply(w->conn, w->id, c->status, 0, c->window_offset, end, c->bytes_read);
+		if (!w->silent)
+			reply(w->conn, w->id, c->status, 0, c->window_offset, end, c->bytes_read);
 		__atomic_sub_fetch(&w->conn->pending, 1, __ATOMIC_RELAXED);
 		rd_conn_put(w->conn);
 		free(w);

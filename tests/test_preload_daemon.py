@@ -357,3 +357,111 @@ def test_library_hits_follow_a_reused_descriptor(preload_built, make_daemon, tmp
         assert dev["library_hit_bytes"] == 16 * 4096
     finally:
         os.unlink(b)
+
+
+# ---- LIBCEPTION_LOOKAHEAD=1: the next window asked for without waiting -------
+
+MIB = 1 << 20
+LA_VIDEO = ("la.mp4", 12 * MIB + 333, 419430, 0)
+# 64 KiB preads up to 1.875 MiB: the last quarter of the first 2 MiB window
+LA_PAUSE = 30 * 65536
+
+LA_READER = r'''
+import hashlib, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+pause = int(sys.argv[2])
+h, off = hashlib.sha256(), 0
+while True:
+    if off == pause:
+        print("paused", flush=True)
+        sys.stdin.readline()
+    b = os.pread(fd, 65536, off)
+    if not b:
+        break
+    h.update(b)
+    off += len(b)
+print(h.hexdigest(), flush=True)
+'''
+
+
+def read_with_pause(path, env, at_pause):
+    """Run LA_READER on path under env; call at_pause() while it waits at
+    LA_PAUSE; return its final line."""
+    p = subprocess.Popen([sys.executable, "-c", LA_READER, path, str(LA_PAUSE)], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b"paused\n", p.stderr.read()
+        at_pause()
+        out, err = p.communicate(b"go\n", timeout=120)
+        assert p.returncode == 0, err
+        return out.decode().strip()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("lookahead", [True, False])
+def test_lookahead_reads_the_next_window_before_the_reader_asks(
+        preload_built, make_daemon, scratch, hddsim_mount, lookahead):
+    """On a cold hddsim file, a sequential reader that stops in the last
+    quarter of its first window: with LIBCEPTION_LOOKAHEAD=1 the daemon
+    reads the next window while the reader is stopped (it asked for
+    nothing), and every window after; without it, only the one window the
+    reader waited for.  The bytes are the video's either way."""
+    import hashlib
+    from fixtures_hddsim import content_bytes, write_library
+    lib = write_library(scratch / "la.lcvl", [LA_VIDEO])
+    m = hddsim_mount(lib, trace=scratch / "trace.txt", read_ahead_kb=128)
+    path = os.path.join(m.path, LA_VIDEO[0])
+    d = make_daemon()
+    extra = {"LIBCEPTION_LOOKAHEAD": 1} if lookahead else {}
+    env = d.env(LIBCEPTION_MODE="prefetch+serialize", **extra)
+
+    def at_pause():
+        if lookahead:
+            st = stats_when(d, lambda st: any(dev["bytes_read"] >= 4 * MIB and dev["lookahead"]
+                                              for dev in st["devices"]), timeout=30)
+        else:
+            st = d.stats()  # the reader's one ENSURE was answered before it went on
+        dev = device_on(st, path)
+        if lookahead:
+            assert dev["lookahead"] >= 1 and dev["bytes_read"] >= 4 * MIB, dev
+        else:
+            assert dev["lookahead"] == 0 and dev["bytes_read"] < 4 * MIB, dev
+
+    digest = read_with_pause(path, env, at_pause)
+    assert digest == hashlib.sha256(content_bytes(LA_VIDEO[0], 0, LA_VIDEO[1])).hexdigest()
+    dev = device_on(d.stats(), path)
+    if lookahead:
+        # one look-ahead per window after the first, give or take the
+        # ones the reader caught up with
+        assert dev["lookahead"] >= 3 and dev["busy_rejected"] == 0, dev
+    else:
+        assert dev["lookahead"] == 0, dev
+
+
+def test_lookahead_answers_from_an_old_daemon_are_dropped(preload_built, preload_files,
+                                                           fake_daemon):
+    """The stand-in answers look-aheads too, as a daemon that predates
+    LC_F_LOOKAHEAD would: the library sends them flagged, at window
+    boundaries, and drops their answers by id; the copy stays exact."""
+    d = fake_daemon("ok")
+    f = preload_files["big"]
+    drop_cache(f)
+    expect_copy(f, lib_env("prefetch+serialize", d.path, LIBCEPTION_LOOKAHEAD="1"))
+    ahead = [r for r in d.requests if r["flags"] == 2]
+    assert ahead, d.requests
+    for r in ahead:
+        assert r["nfds"] == 1 and r["offset"] % (2 << 20) == 0 and r["length"] > 0
+        assert r["offset"] + r["length"] <= os.path.getsize(f)
+    assert all(r["flags"] in (0, 2) for r in d.requests)
+
+
+def test_lookahead_needs_prefetch_serialize_mode(preload_built, preload_files, fake_daemon):
+    """In serialize mode there is no window to look past: no look-ahead."""
+    d = fake_daemon("ok")
+    f = preload_files["big"]
+    drop_cache(f)
+    expect_copy(f, lib_env("serialize", d.path, LIBCEPTION_LOOKAHEAD="1"))
+    assert d.requests and all(r["flags"] == 1 for r in d.requests)

@@ -1,6 +1,6 @@
 """Run a program under libception (starting receptiond if none listens).
 
-`libception run [--mode M] [--prefetch SIZE] [--socket P] [--no-daemon] -- CMD ARGS...`
+`libception run [--mode M] [--prefetch SIZE] [--lookahead] [--socket P] [--no-daemon] -- CMD ARGS...`
 prepends libception.so to LD_PRELOAD, sets the LIBCEPTION_* variables and
 executes CMD in place of itself.  Unless --no-daemon or a mode without a
 daemon is asked for, it first starts receptiond, detached, if nothing
@@ -23,6 +23,9 @@ def add_arguments(p):
                    help="what the library does (default prefetch+serialize)")
     p.add_argument("--prefetch", metavar="SIZE",
                    help="prefetch size, bytes or with K/M/G (default 2M)")
+    p.add_argument("--lookahead", action="store_true",
+                   help="ask for the next window without waiting when a reader nears the end"
+                        " of the current one (LIBCEPTION_LOOKAHEAD=1; prefetch+serialize only)")
     p.add_argument("--socket", metavar="PATH", help="receptiond's socket")
     p.add_argument("--no-daemon", action="store_true",
                    help="never start receptiond (the library passes through if none listens)")
@@ -67,6 +70,8 @@ def main(args):
         env["LIBCEPTION_MODE"] = args.mode
     if args.prefetch is not None:
         env["LIBCEPTION_PREFETCH"] = args.prefetch
+    if args.lookahead:
+        env["LIBCEPTION_LOOKAHEAD"] = "1"
     env["LD_PRELOAD"] = prepend_preload(env.get("LD_PRELOAD"), lib)
     mode = args.mode or env.get("LIBCEPTION_MODE") or "prefetch+serialize"
     if mode in DAEMON_MODES and not args.no_daemon and not daemon.is_listening(sock):

@@ -82,5 +82,16 @@ int main(void)
 	parse(&c, (const char *[]){ "LIBCEPTION_DEBUG", "/tmp/x.log", NULL }, 0);
 	CHECK(!strcmp(c.debug, "/tmp/x.log"));
 
+	/* look-ahead: off unless "1", and only in prefetch+serialize mode */
+	CHECK(!c.lookahead);
+	parse(&c, (const char *[]){ "LIBCEPTION_LOOKAHEAD", "1", NULL }, 0);
+	CHECK(c.lookahead && !c.bad[0]);
+	parse(&c, (const char *[]){ "LIBCEPTION_LOOKAHEAD", "0", NULL }, 0);
+	CHECK(!c.lookahead && !c.bad[0]);
+	parse(&c, (const char *[]){ "LIBCEPTION_LOOKAHEAD", "yes", NULL }, 0);
+	CHECK(!c.lookahead && strstr(c.bad, "LIBCEPTION_LOOKAHEAD"));
+	parse(&c, (const char *[]){ "LIBCEPTION_LOOKAHEAD", "1", "LIBCEPTION_MODE", "serialize", NULL }, 0);
+	CHECK(!c.lookahead);
+
 	return check_done();
 }

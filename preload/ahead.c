@@ -126,18 +126,7 @@ static void forget_entry(unsigned i, unsigned lo, unsigned hi)
 
 void shim_ahead_forget_range(unsigned lo, unsigned hi)
 {
-	if (lo > hi)
-		return;
-	if (hi - lo < FD_CACHE) {
-		for (unsigned fd = lo;; fd++) {
-			forget_entry(fd % FD_CACHE, lo, hi);
-			if (fd == hi)
-				break;
-		}
-		return;
-	}
-	for (unsigned i = 0; i < FD_CACHE; i++)
-		forget_entry(i, lo, hi);
+	shim_fd_cache_visit(lo, hi, FD_CACHE, forget_entry);
 }
 
 /* A thread of the parent may have held a lock at fork; the child has only

@@ -107,16 +107,5 @@ void shim_fd_forget(int fd)
 
 void shim_fd_forget_range(unsigned lo, unsigned hi)
 {
-	if (lo > hi)
-		return;
-	if (hi - lo < FD_CACHE) {
-		for (unsigned fd = lo;; fd++) {
-			forget_entry(fd % FD_CACHE, lo, hi);
-			if (fd == hi)
-				break;
-		}
-		return;
-	}
-	for (unsigned i = 0; i < FD_CACHE; i++)
-		forget_entry(i, lo, hi);
+	shim_fd_cache_visit(lo, hi, FD_CACHE, forget_entry);
 }

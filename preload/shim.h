@@ -146,6 +146,26 @@ void shim_fd_learn(int fd, uint64_t token, int slot);
 void shim_fd_forget(int fd);
 void shim_fd_forget_range(unsigned lo, unsigned hi);
 
+/* The slots of a direct-mapped fd cache of `size` entries that can hold a
+ * descriptor in [lo, hi], each visited once (all of them for a wide range);
+ * shared by the device cache and the look-ahead cache. */
+static inline void shim_fd_cache_visit(unsigned lo, unsigned hi, unsigned size,
+				       void (*visit)(unsigned slot, unsigned lo, unsigned hi))
+{
+	if (lo > hi)
+		return;
+	if (hi - lo >= size) {
+		for (unsigned i = 0; i < size; i++)
+			visit(i, lo, hi);
+		return;
+	}
+	for (unsigned fd = lo;; fd++) {
+		visit(fd % size, lo, hi);
+		if (fd == hi)
+			break;
+	}
+}
+
 /* ---- ahead.c ---- */
 /* The daemon vouched for [off, off+len) of fd, a file of `size` bytes. */
 void shim_ahead_learn(int fd, uint64_t off, uint64_t len, uint64_t size);

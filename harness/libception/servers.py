@@ -36,12 +36,14 @@ class ServerError(Exception):
     """A server could not be configured, started or stopped."""
 
 
-def libception_env(lib, socket_path, mode="prefetch+serialize", prefetch=None):
+def libception_env(lib, socket_path, mode="prefetch+serialize", prefetch=None, lookahead=False):
     """The environment that puts a server under libception (same variables
     as `libception run`)."""
     env = {"LD_PRELOAD": lib, "LIBCEPTION_SOCKET": socket_path, "LIBCEPTION_MODE": mode}
     if prefetch is not None:
         env["LIBCEPTION_PREFETCH"] = str(prefetch)
+    if lookahead:
+        env["LIBCEPTION_LOOKAHEAD"] = "1"
     return env
 
 
@@ -108,8 +110,13 @@ class Server:
         accepts connections."""
         if self.proc is not None:
             raise ServerError(f"{self.name}: already started")
-        if not port_free(self.port, self.host):
-            raise ServerError(f"{self.name}: port {self.port} is in use")
+        # The previous server's workers may still be exiting (8 nginx workers
+        # on a loaded machine): give the port a few seconds to come free.
+        deadline = time.monotonic() + 5
+        while not port_free(self.port, self.host):
+            if time.monotonic() > deadline:
+                raise ServerError(f"{self.name}: port {self.port} is in use")
+            time.sleep(0.1)
         self.write_config()
         full_env = dict(os.environ)
         full_env.update(env or {})

@@ -3,14 +3,17 @@
 Same library, memory limit, drive, seeds and nginx configuration in every
 run; only LIBCEPTION_MODE changes ("serialize": the daemon serializes
 reads at their own size; "prefetch": the library enlarges reads itself,
-in-process, without the daemon; "libception": both).
+in-process, without the daemon; "libception": both), plus both with the
+library's asynchronous look-ahead (LIBCEPTION_LOOKAHEAD=1), which is not in
+the paper.
 """
 import os
 
 from . import common
 
-CONFIGS = [("vanilla", "vanilla"), ("serialize only", "serialize"),
-           ("prefetch only", "prefetch"), ("serialize + prefetch", "libception")]
+CONFIGS = [("vanilla", "vanilla", False), ("serialize only", "serialize", False),
+           ("prefetch only", "prefetch", False), ("serialize + prefetch", "libception", False),
+           ("serialize + prefetch + look-ahead", "libception", True)]
 
 
 def settings(quick):
@@ -31,10 +34,14 @@ def run(rig, s):
             "drive": s["drive"], "memory_limit": common.memory_limit(lib, s["memory_ratio"])}
     outcomes, rows = {}, []
     base_rate = None
-    for label, mode in CONFIGS:
+    for label, mode, lookahead in CONFIGS:
+        if mode != "vanilla" and not rig.wants(label):
+            continue
         cfg = {**base, "mode": mode}
         if mode != "vanilla":
             cfg["prefetch"] = s["prefetch"]
+        if lookahead:
+            cfg["lookahead"] = True
         o = rig.max_rate(cfg, label.replace(" ", ""), s["search"], {"config": label})
         outcomes[label] = o
         if mode == "vanilla":

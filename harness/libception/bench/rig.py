@@ -106,7 +106,7 @@ class Rig:
         if mode != "vanilla":
             h.socket = self.socket_path(tag)
             env = servers.libception_env(self.lib_so, h.socket, MODES[mode],
-                                         cfg.get("prefetch"))
+                                         cfg.get("prefetch"), cfg.get("lookahead", False))
         if mode in DAEMON_MODES:
             args = []
             if cfg.get("prefetch") is not None:
@@ -254,6 +254,8 @@ def describe(cfg):
         parts.append(f"prefetch {cfg['prefetch']}")
     if cfg.get("policy"):
         parts.append(f"policy {cfg['policy']}")
+    if cfg.get("lookahead"):
+        parts.append("look-ahead")
     if cfg.get("read_ahead_kb") is not None:
         parts.append(f"read_ahead_kb {cfg['read_ahead_kb']}")
     for k, v in (cfg.get("hddsim") or {}).items():

@@ -15,6 +15,8 @@ import signal
 import subprocess
 import time
 
+from . import pagecache
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Keyword options of Mount -> hddsim command-line flags.
@@ -145,16 +147,9 @@ class Mount:
         """Drop the page cache of the given files (default: every file of
         the mount) with POSIX_FADV_DONTNEED; other file systems keep theirs."""
         if paths is None:
-            paths = []
-            for root, dirs, files in os.walk(self.path):
-                dirs[:] = [d for d in dirs if not (root == self.path and d == ".hddsim")]
-                paths.extend(os.path.join(root, f) for f in files)
-        for p in paths:
-            fd = os.open(p, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
+            pagecache.evict_tree(self.path, skip=(".hddsim",))
+        for p in paths or ():
+            pagecache.evict(p)
 
     # -- teardown ------------------------------------------------------------
     def _kill(self):

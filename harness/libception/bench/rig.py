@@ -14,7 +14,7 @@ import os
 import shutil
 import time
 
-from .. import cgroup, daemon, hddsim, servers
+from .. import cgroup, daemon, hddsim, pagecache, servers
 from . import search
 
 # Modes of the library as the paper's ablation names them.
@@ -206,7 +206,7 @@ class _Handle:
         if self.group is not None:
             self.group.drop_cache()
         if not self.mounts and self.docroot:
-            drop_tree_cache(self.docroot)
+            pagecache.evict_tree(self.docroot)
 
     def __init__(self, cfg, tag):
         self.cfg = cfg
@@ -219,19 +219,6 @@ class _Handle:
         self.server = None
         self.url = None
         self.handles = []
-
-
-def drop_tree_cache(root):
-    for d, _, files in os.walk(root):
-        for f in files:
-            try:
-                fd = os.open(os.path.join(d, f), os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
 
 
 def _stop_daemon(proc):

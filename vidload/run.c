@@ -490,9 +490,10 @@ static void sess_step(struct run *r, struct sess *s, int64_t now)
 		sess_free(r, s);
 		return;
 	}
-	if (s->next_send < s->nseg && sched_ns(r, s, s->next_send) != NEVER) {
-		int64_t t = sched_ns(r, s, s->next_send) + r->delay_ns;
-		wake = t < wake ? t : wake;
+	if (s->next_send < s->nseg) {
+		int64_t t = sched_ns(r, s, s->next_send);
+		if (t != NEVER && t + r->delay_ns < wake)
+			wake = t + r->delay_ns;
 	}
 	wake = s->resume < wake ? s->resume : wake;
 	if (heap_set(&r->timers, &s->timer, wake))

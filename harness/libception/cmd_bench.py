@@ -10,7 +10,7 @@ import datetime
 import os
 import sys
 
-from . import cgroup, cleanup, progress, results
+from . import cgroup, cleanup, progress, results, servers
 from .bench import SCENARIOS, load
 
 PROG = "libception bench"
@@ -46,8 +46,7 @@ def _default_out(scenario):
 def _free_port(first=18700, count=100):
     """The first port from `first` nothing listens on, so that a second
     benchmark (or a demo) started beside a running one does not collide."""
-    from .servers import port_free
-    return next((p for p in range(first, first + count) if port_free(p)), first)
+    return next((p for p in range(first, first + count) if servers.port_free(p)), first)
 
 
 def _remove_stale_groups():

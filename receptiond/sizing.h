@@ -112,6 +112,9 @@ void sz_streams_expire(struct sz_streams *t, uint64_t now);
 void sz_stream_end(struct sz_streams *t, struct sz_stream *s, uint64_t now);
 /* Mean bitrate of live streams whose bitrate is known, 0 if none. */
 double sz_streams_mean_bitrate(const struct sz_streams *t);
+/* Every live stream (inode, bitrate, age, bytes consumed, last window's
+ * speculative part) as the array "stream_list", for `libception stats`. */
+void sz_streams_describe(const struct sz_streams *t, struct rd_json *j, uint64_t now);
 
 /* ---- per-bitrate scaling (policy_bitrate.c) ---- */
 

@@ -116,4 +116,5 @@ void sz_base_describe(struct sz_base *b, struct rd_json *j)
 	rd_json_dbl(j, "max_bitrate", b->streams.max_bitrate);
 	rd_json_dbl(j, "mean_bitrate", sz_streams_mean_bitrate(&b->streams));
 	sz_account_describe(&b->acct, j, rd_now_ns());
+	sz_streams_describe(&b->streams, j, rd_now_ns());
 }

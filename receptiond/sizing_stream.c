@@ -4,6 +4,7 @@
  * where they are in it.
  */
 #include "sizing.h"
+#include "json.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -177,4 +178,25 @@ double sz_streams_mean_bitrate(const struct sz_streams *t)
 			n++;
 		}
 	return n ? sum / n : 0;
+}
+
+void sz_streams_describe(const struct sz_streams *t, struct rd_json *j, uint64_t now)
+{
+	/* One entry per live stream, so that a benchmark can tell its streams
+	 * apart (by inode: hddsim numbers files in library order) and check
+	 * the bitrates inferred for each kind. */
+	rd_json_arr_begin(j, "stream_list");
+	for (unsigned i = 0; i < t->cap; i++) {
+		const struct sz_stream *s = &t->v[i];
+		if (!s->used)
+			continue;
+		rd_json_obj_begin(j, NULL);
+		rd_json_u64(j, "ino", (uint64_t)s->ino);
+		rd_json_dbl(j, "bitrate", s->bitrate);
+		rd_json_dbl(j, "age_s", now > s->first_ns ? (double)(now - s->first_ns) / 1e9 : 0);
+		rd_json_u64(j, "consumed", s->frontier - s->first_off);
+		rd_json_u64(j, "window", s->win_hi - s->win_lo);
+		rd_json_obj_end(j);
+	}
+	rd_json_arr_end(j);
 }

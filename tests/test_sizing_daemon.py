@@ -63,6 +63,12 @@ def test_competitive_slow_start_and_accounting(make_daemon, sd_mount, profile_di
     assert acct["read_bytes"] >= acct["demanded_bytes"] - 3 * (2 << 20)
     assert 0 < acct["useful_bytes"] <= acct["prefetched_bytes"]
     assert acct["misses"] > 0 and acct["disk_ms_per_mib"] > 0
+    # Each reader is a live stream (30 s before it ends), under its inode.
+    listed = {x["ino"]: x for x in p["stream_list"]}
+    for n in names:
+        st = os.stat(os.path.join(sd_mount.path, n))
+        assert st.st_ino in listed
+        assert st.st_size - (2 << 20) <= listed[st.st_ino]["consumed"] <= st.st_size
 
 
 def test_competitive_takes_the_stored_profile(make_daemon, sd_mount, profile_dir):

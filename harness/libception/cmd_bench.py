@@ -7,6 +7,7 @@ into DIR (default results/SCENARIO-DATE).  Everything it sets up is torn
 down on exit, on an error, on Ctrl-C and on SIGTERM.  See docs/benchmark.md.
 """
 import datetime
+import json
 import os
 import sys
 
@@ -36,6 +37,10 @@ def add_arguments(p):
                         "name contains one (e.g. --only nginx)")
     p.add_argument("--port", type=int, default=None,
                    help="web server port (default 18700, or the next free one)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one of the scenario's settings (a top-level key; VALUE "
+                        "as JSON, else a string), e.g. --set mixed_size=1M; recorded in "
+                        "the JSON")
 
 
 def _default_out(scenario):
@@ -80,6 +85,16 @@ def main(args):
         for key in ("search", "run"):
             if key in settings:
                 settings[key]["duration"] = args.duration
+    for item in args.set:
+        key, eq, value = item.partition("=")
+        if not eq or key not in settings:
+            print(f"{PROG}: --set {item}: expected KEY=VALUE with KEY one of: "
+                  + ", ".join(sorted(settings)), file=sys.stderr)
+            return 2
+        try:
+            settings[key] = json.loads(value)
+        except ValueError:
+            settings[key] = value
     out = os.path.abspath(args.out or _default_out(args.scenario))
     os.makedirs(out, exist_ok=True)
     json_path = os.path.join(out, f"{args.scenario}.json")

@@ -13,7 +13,9 @@ Parts (names for --only):
                 the adaptive policy started below and above the best size
   mixed-none, mixed-sqrt, mixed-linear
                 the mixed SD/HD library with the best fixed size for the
-                highest bitrate and no / sqrt / linear scaling
+                highest bitrate and no / sqrt / linear scaling; settings
+                "mixed_size" gives that size when the fixed sweep is not
+                run (`--only mixed --set mixed_size=1M`)
   trace-1M, trace-8M
                 the adaptive policy at the best fixed size's rate for a long
                 run: its size and the disk's throughput over time
@@ -46,6 +48,8 @@ def settings(quick):
                        "rel_resolution": 0.25 if quick else 0.15},
             "trace_duration": 40 if quick else 180,
             "mixed_library": {"preset": "mixed", "count": 60 if quick else 500, "seed": 1},
+            # None: the best size of this run's fixed sweep
+            "mixed_size": None,
             "scales": ["none", "sqrt", "linear"],
             "trace_every_s": 2}
 
@@ -109,6 +113,74 @@ def accounting_at_answer(outcome):
     d = {k: after.get(k, 0) - (before.get(k, 0) if before else 0) for k in keys}
     d["miss_ratio"] = d["read_bytes"] / d["demanded_bytes"] if d["demanded_bytes"] else None
     return d
+
+
+def inode_kinds(rig, s, lib):
+    """{inode: "sd" or "hd"} for the files of a mixed library as hddsim
+    numbers them (its layout is a function of the library file), so the
+    daemon's per-stream figures can be told apart by kind; recorded once."""
+    point = {"part": "inodes", "library": os.path.basename(lib)}
+    done = rig.results.get(point)
+    if done is not None:
+        return {int(k): v for k, v in done["kinds"].items()}
+    m = hddsim.Mount(os.path.join(rig.work, "inodes-mnt"), s["drive"], lib)
+    handle = rig.cleanup.push(f"unmount {m.path}", m.unmount)
+    try:
+        kinds = {}
+        for kind in ("sd", "hd"):
+            d = os.path.join(m.path, kind)
+            for name in os.listdir(d) if os.path.isdir(d) else []:
+                kinds[os.stat(os.path.join(d, name)).st_ino] = kind
+    finally:
+        rig.cleanup.run_now(handle)
+    rig.results.add(point, kinds={str(k): v for k, v in kinds.items()})
+    return kinds
+
+
+def _median(xs):
+    xs = sorted(xs)
+    if not xs:
+        return None
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def streams_by_kind(outcome, kinds):
+    """The daemon's live streams at the end of the probe at the answer
+    (or of the last probe when none passed), by kind: how many, the
+    median inferred bitrate (B/s), and the median last window beyond the
+    ask (B) among those whose bitrate is known."""
+    probes = outcome.get("probes") or []
+    at = outcome.get("at_answer") or (probes[-1] if probes else None)
+    try:
+        streams = at["daemon_stats"]["devices"][0]["policy"]["stream_list"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    out = {}
+    for kind in ("sd", "hd"):
+        mine = [x for x in streams if kinds.get(x["ino"]) == kind]
+        known = [x for x in mine if x["bitrate"]]
+        out[kind] = {"streams": len(mine), "known": len(known),
+                     "bitrate": _median([x["bitrate"] for x in known]),
+                     "window": _median([x["window"] for x in known if x["window"]]),
+                     "age_s": _median([x["age_s"] for x in known])}
+    return out
+
+
+def print_kinds(rows, out):
+    out("libception bench: " + f"{'configuration':<22} {'kind':>4} {'streams':>8} "
+        f"{'known':>6} {'kB/s':>8} {'window':>8} {'age s':>6}   (live streams, medians, "
+        "end of the probe at the answer)")
+    for label, k in rows:
+        if not k:
+            out(f"libception bench: {label:<22} (no stream list)")
+            continue
+        for kind, v in k.items():
+            br = "-" if v["bitrate"] is None else f"{v['bitrate'] / 1e3:.1f}"
+            win = "-" if v["window"] is None else f"{v['window'] / 1024:.0f}K"
+            age = "-" if v["age_s"] is None else f"{v['age_s']:.0f}"
+            out(f"libception bench: {label:<22} {kind:>4} {v['streams']:>8} {v['known']:>6} "
+                f"{br:>8} {win:>8} {age:>6}")
 
 
 def trace(rig, base, s, start, rate):
@@ -220,24 +292,31 @@ def run(rig, s):
     # Per-bitrate sizing on the mixed SD/HD library (SYSTOR 2014 §5): one
     # size for all vs size ~ sqrt(bitrate) vs size ~ bitrate, the highest
     # bitrate getting the best fixed size.
-    if best_size and any(rig.wants(f"mixed-{m}") for m in s["scales"]):
+    msize = s.get("mixed_size") or best_size
+    if any(rig.wants(f"mixed-{m}") for m in s["scales"]) and not msize:
+        rig.log("mixed: skipped: no size for the highest bitrate (run the fixed sweep, "
+                "or --set mixed_size=SIZE)")
+    elif any(rig.wants(f"mixed-{m}") for m in s["scales"]):
         mixed = common.make_library(rig, **s["mixed_library"])
         mbase = {**base, "library": mixed,
                  "memory_limit": common.memory_limit(mixed, s["memory_ratio"])}
-        mrows, macct = [], []
+        kinds = inode_kinds(rig, s, mixed)
+        mrows, macct, mkinds = [], [], []
         first = None
         for scale in s["scales"]:
             label = f"mixed-{scale}"
             if not rig.wants(label):
                 continue
             o = rig.max_rate({**mbase, "mode": "libception",
-                              "policy": f"bitrate:scale={scale},size={best_size}"}, label,
-                             s["search"], {"config": "mixed", "scale": scale, "size": best_size})
+                              "policy": f"bitrate:scale={scale},size={msize}"}, label,
+                             s["search"], {"config": "mixed", "scale": scale, "size": msize})
             first = first or o.get("answer")
-            mrows.append(common.row(f"mixed {best_size} {scale}", o, first))
+            mrows.append(common.row(f"mixed {msize} {scale}", o, first))
             macct.append((f"mixed {scale}", accounting_at_answer(o)))
+            mkinds.append((f"mixed {scale}", streams_by_kind(o, kinds)))
         common.print_table(mrows, rig.log_plain)
         print_accounting(macct, rig.log_plain)
+        print_kinds(mkinds, rig.log_plain)
         common.plot_rates(os.path.join(rig.out, "sizing-mixed.png"), mrows,
                           "mixed SD/HD: per-bitrate scaling (ratio: to one size for all)")
 

@@ -4,18 +4,20 @@
  *
  * A miss blocks the caller until the daemon has read a whole window; a
  * reader that only ever misses at window boundaries still blocks once per
- * window.  So, like the kernel's async readahead marker, a call that is a
- * hit and reaches into the last quarter of the window the daemon last
- * vouched for on that descriptor sends an ENSURE for the next window
- * flagged LC_F_LOOKAHEAD (client.c), which the daemon queues and never
- * answers.  By the time the reader gets there it is cached (a hit) or
- * being read (the miss joins that read in the daemon).
+ * window.  So, like the kernel's async readahead, a call that is a hit
+ * and leaves less than a window's length of the window the daemon last
+ * vouched for on that descriptor ahead of it sends an ENSURE for the next
+ * window flagged LC_F_LOOKAHEAD (client.c), which the daemon queues behind
+ * every miss a program waits for and never answers.  By the time the
+ * reader gets there it is cached (a hit) or being read (the miss joins
+ * that read in the daemon).  A reader thus keeps one to two windows
+ * cached ahead of it.
  *
  * Per descriptor: [win_lo, win_hi), the window the daemon vouched for (or
  * the look-ahead the reader has since moved into), and ahead_hi, the end
  * of the one look-ahead outstanding (0: none).  A look-ahead counts as
  * outstanding until the reader reaches its window; then it is the window
- * and its last quarter sends the next.  A reader whose calls leave the
+ * and sends the next.  A reader whose calls leave the
  * window (a seek, or a daemon window larger than assumed) sends nothing
  * until its next miss teaches a window again.
  *
@@ -98,13 +100,18 @@ void shim_ahead_reached(int fd, uint64_t off, uint64_t len, int call)
 	}
 	if (e->ahead_hi || off < e->win_lo || off >= e->win_hi || e->win_hi >= e->size)
 		goto out;
-	uint64_t wlen = e->win_hi - e->win_lo;
-	if (end <= e->win_hi - wlen / 4)
-		goto out;
 	/* As long as the window, but never shorter than the prefetch size: a
 	 * hit's answer names only the resident run it found, which can be
 	 * shorter, and windows must not shrink from one to the next. */
+	uint64_t wlen = e->win_hi - e->win_lo;
 	uint64_t next = wlen > shim_cfg.prefetch ? wlen : shim_cfg.prefetch;
+	/* Sent once less than a window is left ahead of the reader.  A reader
+	 * that asks for a whole video segment per descriptor (a web server
+	 * opens the file per request) learns its window from the one answer
+	 * of its first call and may never call again inside it: the trigger
+	 * cannot wait for the window's last quarter. */
+	if (end + next <= e->win_hi)
+		goto out;
 	if (next > e->size - e->win_hi)
 		next = e->size - e->win_hi;
 	if (shim_client_lookahead(fd, e->win_hi, next, call) == 0)

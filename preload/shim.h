@@ -169,8 +169,8 @@ static inline void shim_fd_cache_visit(unsigned lo, unsigned hi, unsigned size,
 /* ---- ahead.c ---- */
 /* The daemon vouched for [off, off+len) of fd, a file of `size` bytes. */
 void shim_ahead_learn(int fd, uint64_t off, uint64_t len, uint64_t size);
-/* A call on fd read [off, off+len) from the page cache: if that reaches
- * the last quarter of the window, ask for the next one without waiting. */
+/* A call on fd read [off, off+len) from the page cache: if less than a
+ * window is left ahead of it, ask for the next one without waiting. */
 void shim_ahead_reached(int fd, uint64_t off, uint64_t len, int call);
 /* A descriptor (or all in [lo, hi]) was closed or replaced. */
 void shim_ahead_forget_range(unsigned lo, unsigned hi);

@@ -29,6 +29,7 @@ void rd_req_join(struct rd_req *r, struct rd_waiter *w, uint64_t client_size, in
 	w->next = r->waiters;
 	r->waiters = w;
 	r->nwaiters++;
+	r->demand += !w->silent;
 	if (r->in_flight)
 		return;
 	uint64_t hi = w->offset + w->length;
@@ -56,12 +57,23 @@ void rd_queue_push(struct rd_queue *q, struct rd_req *r)
 
 struct rd_req *rd_queue_pop(struct rd_queue *q)
 {
-	struct rd_req *r = q->head;
+	/* before: the request ahead of the one taken (NULL: it is the head) */
+	struct rd_req *before = NULL, *r = q->head;
+	for (struct rd_req *p = NULL, *i = q->head; i; p = i, i = i->next) {
+		if (i->demand) {
+			before = p;
+			r = i;
+			break;
+		}
+	}
 	if (!r)
 		return NULL;
-	q->head = r->next;
-	if (!q->head)
-		q->tail = NULL;
+	if (before)
+		before->next = r->next;
+	else
+		q->head = r->next;
+	if (q->tail == r)
+		q->tail = before;
 	q->len--;
 	r->in_flight = 1;
 	r->next = q->flying;

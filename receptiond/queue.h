@@ -1,11 +1,19 @@
 /*
- * queue.h - one device's FIFO of misses, with merging.
+ * queue.h - one device's queue of misses, with merging.
  *
  * A request is one range of one file (dev, ino) that some clients wait
  * for.  A new ENSURE whose range overlaps a queued request of the same
  * file joins it (the queued range grows to the union); one whose range
  * lies inside the window an in-flight request is reading joins that.
  * Either way the device reads the bytes once and answers every waiter.
+ *
+ * Order: oldest first among the requests someone waits for; a request
+ * only look-aheads (LC_F_LOOKAHEAD) asked for goes when no such request
+ * is queued.  A program blocks on every miss, and nobody on a look-ahead:
+ * a demand read queued behind speculative ones would make the reader wait
+ * for reads it did not ask for, which is what the look-ahead was meant to
+ * spare it.  A look-ahead that a reader catches up with (its miss joins
+ * it) waits like any demand read from then on.
  *
  * The queue does no locking: the device's lock guards it.
  */
@@ -42,6 +50,7 @@ struct rd_req {
 	uint64_t win_lo, win_hi;  /* set when taken off the queue */
 	struct rd_waiter *waiters;
 	unsigned nwaiters;
+	unsigned demand;          /* waiters that are not look-aheads */
 };
 
 struct rd_queue {
@@ -57,7 +66,8 @@ struct rd_req *rd_queue_find_join(struct rd_queue *q, dev_t dev, ino_t ino,
 /* Add a waiter to r (growing the range of a queued request). */
 void rd_req_join(struct rd_req *r, struct rd_waiter *w, uint64_t client_size, int no_prefetch);
 void rd_queue_push(struct rd_queue *q, struct rd_req *r);
-/* Take the oldest request and mark it in flight; NULL if empty. */
+/* Take the oldest request with demand (else the oldest) and mark it in
+ * flight; NULL if empty. */
 struct rd_req *rd_queue_pop(struct rd_queue *q);
 /* Remove a finished request from the in-flight list. */
 void rd_queue_done(struct rd_queue *q, struct rd_req *r);

@@ -135,7 +135,7 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 		.fd = fd, .dev = st->st_dev, .ino = st->st_ino, .file_size = size,
 		.lo = lo, .hi = hi, .client_size = m->prefetch, .no_prefetch = no_prefetch,
 		.pid = c->pid, .uid = c->uid, .call = m->call, .arrival_ns = now,
-		.waiters = w, .nwaiters = 1,
+		.waiters = w, .nwaiters = 1, .demand = !silent,
 	};
 	rd_conn_get(c);
 	__atomic_add_fetch(&c->pending, 1, __ATOMIC_RELAXED);
@@ -163,8 +163,10 @@ void rd_device_complete(struct rd_device *d, struct rd_req *r, const struct rd_c
 	uint64_t end = c->window_offset + c->window_length;
 	for (struct rd_waiter *w = r->waiters, *next; w; w = next) {
 		next = w->next;
+		/* A window that skipped a cached start vouches for it too. */
+		uint64_t lo = w->offset < c->window_offset ? w->offset : c->window_offset;
 		if (!w->silent)
-			reply(w->conn, w->id, c->status, 0, c->window_offset, end, c->bytes_read);
+			reply(w->conn, w->id, c->status, 0, lo, end, c->bytes_read);
 		__atomic_sub_fetch(&w->conn->pending, 1, __ATOMIC_RELAXED);
 		rd_conn_put(w->conn);
 		free(w);
@@ -193,10 +195,16 @@ static void serve_one(struct rd_device *d, struct rd_req *r, void *scratch)
 	struct rd_request_info info;
 	request_info(r, &info);
 	uint64_t size = r->no_prefetch ? 0 : d->policy.ops->size(&d->policy, &info);
-	uint64_t cap = r->lo + rd_cfg.max_window;
 	if (size > rd_cfg.max_window)
 		size = rd_cfg.max_window;
-	rd_window(r->lo, r->hi, size, r->file_size, &r->win_lo, &r->win_hi);
+	/* The window starts at the first page of the asked range that is not
+	 * cached.  What lies before it came from an earlier window (or a
+	 * look-ahead the reader caught up with); a window started inside that
+	 * would end inside the next one's pages and leave the disk a fragment
+	 * to read there.  In flight, only the window's own range can join. */
+	uint64_t lo = r->no_prefetch ? r->lo : rd_resident_end(r->fd, r->lo, r->lo, r->hi);
+	uint64_t cap = lo + rd_cfg.max_window;
+	rd_window(lo, r->hi, size, r->file_size, &r->win_lo, &r->win_hi);
 	if (r->win_hi > cap && cap >= r->hi)
 		r->win_hi = cap;
 	pthread_mutex_unlock(&d->lock);

@@ -71,6 +71,23 @@ def test_cached_pieces_are_skipped(receptiond, scratch):
     assert r["resident_length"] == 2 * MiB and r["bytes_read"] == MiB
 
 
+def test_window_starts_at_the_first_page_not_cached(receptiond, scratch):
+    """A miss whose range begins in cached pages (the end of an earlier
+    window) gets a whole window from the first missing page, so the disk
+    reads a full window rather than the fragment up to the old one's end.
+    The answer still vouches for the request's cached start."""
+    f = make_cold_file(str(scratch / "tail"), 8 * MiB)
+    with open(f, "rb") as fh:            # an earlier window ended at 1.5 MiB
+        os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+        os.pread(fh.fileno(), MiB + MiB // 2, 0)
+    r = ensure(receptiond, f, MiB, MiB)
+    assert r["status"] == lcd.ST_OK and not r["was_resident"]
+    assert r["bytes_read"] == 2 * MiB
+    assert (r["resident_offset"], r["resident_length"]) == (MiB, MiB // 2 + 2 * MiB)
+    assert cached_pages(f, 0, 3 * MiB + MiB // 2) == (3 * MiB + MiB // 2) // PAGE
+    assert cached_pages(f, 3 * MiB + MiB // 2 + PAGE, MiB) == 0
+
+
 def test_prefetch_sizes(make_daemon, scratch):
     d = make_daemon(["--prefetch", "512K"])
     f = make_cold_file(str(scratch / "cold"), 16 * MiB)

@@ -96,6 +96,31 @@ static void test_queue(void)
 	CHECK(q.nflying == 0 && q.flying == NULL);
 	free(a);
 	free(b);
+
+	/* a request someone waits for goes before older look-aheads; one a
+	 * reader joined counts as waited for; the tail stays right */
+	struct rd_req *la1 = req(1, 20, 0, 4096), *la2 = req(1, 21, 0, 4096);
+	struct rd_req *d1 = req(1, 22, 0, 4096);
+	rd_queue_push(&q, la1);
+	rd_queue_push(&q, la2);
+	rd_queue_push(&q, d1);
+	d1->demand = 1;
+	CHECK(rd_queue_pop(&q) == d1 && q.tail == la2);
+	struct rd_waiter w3 = { .offset = 0, .length = 4096 };
+	rd_req_join(la2, &w3, 0, 0);
+	CHECK(la2->demand == 1);
+	CHECK(rd_queue_pop(&q) == la2 && q.head == la1 && q.tail == la1);
+	struct rd_req *d2 = req(1, 23, 0, 4096);
+	rd_queue_push(&q, d2);        /* appended after the pop left la1 the tail */
+	CHECK(q.head == la1 && la1->next == d2 && q.tail == d2);
+	CHECK(rd_queue_pop(&q) == la1);   /* no demand queued: oldest first */
+	CHECK(rd_queue_pop(&q) == d2 && q.head == NULL && q.tail == NULL && q.len == 0);
+	struct rd_req *all[] = { la1, la2, d1, d2 };
+	for (unsigned i = 0; i < 4; i++) {
+		rd_queue_done(&q, all[i]);
+		free(all[i]);
+	}
+	CHECK(q.nflying == 0);
 }
 
 static void test_policy_specs(void)

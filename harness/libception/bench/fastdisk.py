@@ -4,11 +4,22 @@ The library is materialized (vidload --materialize) into a real
 directory on the file system holding the output directory; the memory
 limit is the library's size / 32 as elsewhere, so most requests still go
 to the (fast, non-emulated) device.  Target: libception >= 0.97x vanilla.
-"""
-import os
 
-from .. import vidload
+Three rows: vanilla; libception with its defaults (fixed 2 MiB, one read
+at a time); libception with the device's profile (issue 6): the real
+disk under the library is profiled once (receptiond-profile, O_DIRECT
+reads, so the data is cold whatever the page cache holds) and the daemon
+runs `competitive:profile=PATH`, i.e. the profile's size (never below
+the policy's 128 KiB floor) and its number of reads at once.
+"""
+import json
+import os
+import subprocess
+
+from .. import daemon, vidload
 from . import common
+
+MIB = 1 << 20
 
 
 def settings(quick):
@@ -16,11 +27,49 @@ def settings(quick):
     return {"library": {"preset": "sd", "count": 40 if quick else 300, "seed": 1},
             "memory_ratio": common.MEMORY_RATIO, "server": "nginx",
             "tunables": tunables, "tunables_source": source, "prefetch": "2M",
+            "profile_budget": 15 if quick else 60,
             "search": common.search_settings(quick, start=4 if quick else 12)}
 
 
 def steps(s):
-    return 14
+    return 22   # a profile and three searches of about 7 probes
+
+
+def measure_profile(rig, s, root):
+    """Profile the real disk under the materialized library once; the
+    JSON is kept in the output directory (and reused with --resume).
+    receptiond-profile reads with O_DIRECT on ext4, so the library just
+    written (and possibly still cached) is read from the device."""
+    point = {"part": "profile", "budget": s["profile_budget"]}
+    path = os.path.join(rig.out, "profile-realdisk.json")
+    done = rig.results.get(point)
+    if done is not None and os.path.exists(path):
+        rig.progress.skip(f"profile of the real disk ({path})")
+        return path, done["profile"]
+    tool = os.path.join(daemon.prefix(), "bin", "receptiond-profile")
+    rig.progress.begin(f"profile: {tool} --budget {s['profile_budget']} {root}")
+    r = subprocess.run([tool, "--budget", str(s["profile_budget"]), root],
+                       capture_output=True, text=True, check=False)
+    rig.progress.end()
+    if r.returncode:
+        raise RuntimeError(f"receptiond-profile: {r.stderr.strip()}")
+    prof = json.loads(r.stdout)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(prof, f, indent=1)
+    rig.results.add(point, profile=prof)
+    return path, prof
+
+
+def _policy_at_answer(outcome):
+    """The daemon's policy description (size, concurrency) at the answer."""
+    at = outcome.get("at_answer") or (outcome.get("probes") or [{}])[-1]
+    devices = (at.get("daemon_stats") or {}).get("devices") or []
+    busiest = max(devices, key=lambda d: d.get("bytes_read", 0), default={})
+    return busiest.get("policy") or {}
+
+
+def _size(nbytes):
+    return f"{nbytes / MIB:.2f}M" if nbytes >= MIB else f"{nbytes / 1024:.0f}K"
 
 
 def run(rig, s):
@@ -35,15 +84,40 @@ def run(rig, s):
     os.chmod(rig.out, 0o755)
     for d, dirs, files in os.walk(root):
         os.chmod(d, 0o755)
+    prof_path, prof = measure_profile(rig, s, root)
+    prof_line = (f"libception bench: profile of the real disk: competitive size "
+                 f"{prof['competitive_size'] / MIB:.3f} MiB = switch {prof['switch_s'] * 1e3:.3f} ms "
+                 f"x {prof['rate'] / 1e6:.0f} MB/s; concurrent/serial by threads "
+                 + ", ".join(f"{r['threads']}: {r['ratio']:.2f}"
+                             for r in prof["parallel"]["results"])
+                 + f"; concurrency {prof['concurrency']} ({prof['concurrency_reason']})")
+    rig.log_plain(prof_line)
     base = {"server": s["server"], "tunables": s["tunables"], "library": lib, "docroot": root,
             "memory_limit": common.memory_limit(lib, s["memory_ratio"])}
     van = rig.max_rate({**base, "mode": "vanilla"}, "vanilla", s["search"], {"config": "vanilla"})
     v = van.get("answer")
     lc = rig.max_rate({**base, "mode": "libception", "prefetch": s["prefetch"]}, "libception",
                       dict(s["search"], start=v or s["search"]["start"]), {"config": "libception"})
+    # Same server settings and search; the daemon's size and reads at once
+    # come from the profile (the library's LIBCEPTION_PREFETCH is ignored
+    # by the sizing policies).
+    pr = rig.max_rate({**base, "mode": "libception", "policy": f"competitive:profile={prof_path}"},
+                      "libception-profile", dict(s["search"], start=v or s["search"]["start"]),
+                      {"config": "libception-profile", "profile_switch_s": prof["switch_s"],
+                       "profile_rate": prof["rate"], "profile_concurrency": prof["concurrency"]})
+    pol = _policy_at_answer(pr)
+    size = pol.get("size")
+    n = pol.get("concurrency", prof["concurrency"])
     rows = [common.row("nginx vanilla (real disk)", van, v),
-            common.row("nginx libception (real disk)", lc, v)]
+            common.row("nginx libception (real disk)", lc, v),
+            common.row(f"nginx libception, device profile (competitive "
+                       f"{_size(size) if size else '?'}, {n} read{'s' if n != 1 else ''} at once)",
+                       pr, v)]
     common.print_table(rows, rig.log_plain)
+    if size is not None and size > prof["competitive_size"] + 4096:
+        rig.log_plain(f"libception bench: the daemon used {_size(size)} windows: the profile's "
+                      f"{_size(prof['competitive_size'])} is below the competitive policy's floor "
+                      f"(min=, docs/prefetch-sizing.md)")
     common.plot_rates(os.path.join(rig.out, "fastdisk-rates.png"), rows,
                       "fast storage: no harm (target >= 0.97x)")
     return 0

@@ -57,8 +57,9 @@ int sz_profile_parse(const char *text, struct sz_profile *out);
 /*
  * A stream is a sequential reader of one file, found by (dev, ino) and an
  * offset near where it last asked; several clients of one file are
- * several streams.  Its bitrate is what it consumed since it started over
- * how long that took (pacing), known once it has run for a while.
+ * several streams.  Its bitrate is its pacing over its recent past (the
+ * last one to two pacing periods, never its opening burst), known from
+ * its second pacing period on.
  */
 struct sz_stream {
 	dev_t dev;
@@ -67,6 +68,8 @@ struct sz_stream {
 	uint64_t first_off, first_ns;   /* where and when it started */
 	uint64_t frontier;              /* end of the furthest range asked for */
 	uint64_t last_ns;               /* its last request */
+	uint64_t mark_off, mark_ns;     /* pacing: moved every pacing_ns */
+	uint64_t ref_off, ref_ns;       /* pacing: the mark before (0: none yet) */
 	double bitrate;                 /* B/s, 0 while unknown */
 	uint64_t next_size;             /* slow start: its next window */
 	/* The last window the daemon prefetched for it. */
@@ -86,7 +89,8 @@ struct sz_streams {
 	unsigned cap, nbuckets, live;
 	unsigned tracked_fds, max_fds;  /* dups held for re-checks */
 	uint64_t idle_ns;               /* a stream silent this long has ended */
-	uint64_t pacing_ns;             /* bitrate known after this long */
+	uint64_t pacing_ns;             /* bitrate over the last 1-2 of these,
+	                                   never from the stream's start */
 	double max_bitrate;             /* highest bitrate among live streams */
 	/* called when a stream ends or is replaced, for the accounting */
 	void (*ended)(void *ctx, struct sz_stream *s, uint64_t now);

@@ -33,7 +33,7 @@ int sz_streams_init(struct sz_streams *t, unsigned cap)
 		t->v[i].fd = -1;
 	}
 	t->idle_ns = 30ull * 1000000000u;
-	t->pacing_ns = 2ull * 1000000000u;
+	t->pacing_ns = 10ull * 1000000000u;
 	t->max_fds = 1024;
 	return 0;
 }
@@ -121,6 +121,8 @@ struct sz_stream *sz_stream_new(struct sz_streams *t, dev_t dev, ino_t ino, uint
 	s->frontier = off;
 	s->first_ns = now;
 	s->last_ns = now;
+	s->mark_off = off;
+	s->mark_ns = now;
 	s->fd = -1;
 	unsigned b = hash(dev, ino, t->nbuckets);
 	s->next = t->bucket[b];
@@ -140,10 +142,25 @@ uint64_t sz_stream_advance(struct sz_streams *t, struct sz_stream *s, uint64_t o
 		s->frontier = end;
 	}
 	s->last_ns = now;
-	/* Pacing: what it consumed since it started over the time that took,
-	 * once that time is long enough to say. */
-	if (now > s->first_ns && now - s->first_ns >= t->pacing_ns && s->frontier > s->first_off) {
-		s->bitrate = (double)(s->frontier - s->first_off) * 1e9 / (double)(now - s->first_ns);
+	/* Pacing: what it consumed since a reference point over the time
+	 * since then.  The reference is never the stream's start: a player
+	 * fills its buffer first, as fast as its link allows (vidload's three
+	 * opening segments: 30 s of video in 1-18 s), and pacing from the
+	 * start counted that burst as bitrate (an SD stream on a fast link
+	 * looked faster than an HD one for its first 20 s).  Every pacing_ns
+	 * the mark moves to where the stream is; the reference takes the
+	 * previous mark, so an estimate covers the last one to two pacing
+	 * periods, from the second period on. */
+	if (now > s->mark_ns && now - s->mark_ns >= t->pacing_ns) {
+		if (s->mark_ns != s->first_ns) {
+			s->ref_off = s->mark_off;
+			s->ref_ns = s->mark_ns;
+		}
+		s->mark_off = s->frontier;
+		s->mark_ns = now;
+	}
+	if (s->ref_ns && now > s->ref_ns && s->frontier > s->ref_off) {
+		s->bitrate = (double)(s->frontier - s->ref_off) * 1e9 / (double)(now - s->ref_ns);
 		if (s->bitrate > t->max_bitrate)
 			t->max_bitrate = s->bitrate;
 	}

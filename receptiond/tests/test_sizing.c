@@ -182,6 +182,102 @@ static void test_streams_and_accounting(void)
 	sz_streams_free(&t);
 }
 
+/*
+ * A player as vidload plays one (docs/vidload.md): three opening segments
+ * back to back at link speed, then segment k at (k-2) x 10 s, shifted by
+ * the burst's overrun; each segment arrives at link speed.  The library
+ * asks at each 1 MiB boundary the player crosses (it skips what it knows
+ * is resident).  Stepped in 10 ms.
+ */
+struct player {
+	double bitrate, link;           /* B/s */
+	double seg, shift;              /* segment bytes; schedule shift, s */
+	double pos, due;                /* bytes received; when the next segment is due */
+	unsigned k;                     /* segment being received */
+	uint64_t next_ask;
+	struct sz_stream *s;
+};
+
+static void player_start(struct player *p, struct sz_streams *t, ino_t ino, double bitrate,
+                         double link, uint64_t now)
+{
+	memset(p, 0, sizeof *p);
+	p->bitrate = bitrate;
+	p->link = link;
+	p->seg = bitrate * 10;
+	double burst = 3 * p->seg / link;
+	p->shift = burst > 10 ? burst - 10 : 0;
+	p->s = sz_stream_new(t, makedev(0, 99), ino, 0, now);
+	sz_stream_advance(t, p->s, 0, 65536, now);
+	p->next_ask = MiB;
+}
+
+/* One step of dt seconds ending at now (the player's age is age_s). */
+static void player_step(struct player *p, struct sz_streams *t, double age_s, double dt,
+                        uint64_t now)
+{
+	if (p->k >= 3 && age_s < (p->k - 2) * 10.0 + p->shift)
+		return;                 /* buffer full: waits for segment k's time */
+	double end = (p->k + 1) * p->seg;
+	p->pos += p->link * dt;
+	if (p->pos >= end) {
+		p->pos = end;
+		p->k++;
+	}
+	while (p->pos >= (double)p->next_ask) {
+		sz_stream_advance(t, p->s, p->next_ask, 65536, now);
+		p->next_ask += MiB;
+	}
+}
+
+/* The opening burst is no bitrate: an SD stream (52 kB/s) filling its
+ * buffer at 437 kB/s (a 3.5 Mbit/s link) must never look faster than
+ * an HD stream (262 kB/s) that has played for minutes, nor set the
+ * highest bitrate; both settle within 25% of their bitrates (an HD
+ * stream's 2.5 MiB segments seen as 1 MiB asks over 10-20 s: +-20%).  (Pacing
+ * from the stream's start gave the SD stream 440 kB/s for its first 20 s,
+ * above the HD stream's 300.) */
+static void test_pacing_skips_the_opening_burst(void)
+{
+	struct sz_streams t;
+	CHECK(sz_streams_init(&t, 16) == 0);
+	const double sd = 419430 / 8.0, hd = 2097150 / 8.0, slow = 3.5e6 / 8, fast = 10e6 / 8;
+	uint64_t now = 1;
+	struct player h, l, f;
+	player_start(&h, &t, 1, hd, slow, now);
+	unsigned sd_known = 0, sd_bad = 0, sd_settled_bad = 0, hd_settled_bad = 0;
+	for (unsigned i = 1; i <= 60000; i++) {            /* 600 s */
+		double age = i * 0.01;
+		now += 10000000;
+		player_step(&h, &t, age, 0.01, now);
+		if (i == 20000) {                             /* SD streams start at 200 s */
+			player_start(&l, &t, 2, sd, slow, now);
+			player_start(&f, &t, 3, sd, fast, now);
+		}
+		if (i > 20000) {
+			player_step(&l, &t, age - 200, 0.01, now);
+			player_step(&f, &t, age - 200, 0.01, now);
+			sz_streams_expire(&t, now);
+			for (struct player *p = &l; p; p = p == &l ? &f : NULL) {
+				if (p->s->bitrate <= 0)
+					continue;
+				sd_known++;
+				if (p->s->bitrate >= h.s->bitrate || t.max_bitrate > h.s->bitrate + 1)
+					sd_bad++;
+				if (age - 200 > 60 && fabs(p->s->bitrate / sd - 1) > 0.25)
+					sd_settled_bad++;
+			}
+		}
+		if (age > 60 && (h.s->bitrate <= 0 || fabs(h.s->bitrate / hd - 1) > 0.25))
+			hd_settled_bad++;
+	}
+	CHECK(sd_known > 0);
+	CHECK(sd_bad == 0);
+	CHECK(sd_settled_bad == 0);
+	CHECK(hd_settled_bad == 0);
+	sz_streams_free(&t);
+}
+
 /* A real file: a prefetched window dropped from the page cache before
  * anyone asked for it shows up in the residency re-check. */
 /* Overlapping reads (several workers) count once in the busy time. */
@@ -443,13 +539,14 @@ static void test_adaptive(void)
  * bitrate, and moves there gradually. */
 static void test_adaptive_evictions(void)
 {
-	struct rd_device_info d = dev_info("interval=10s,ramp=4s,start=8M");
+	struct rd_device_info d = dev_info("interval=30s,ramp=4s,start=8M,busy=20%");
 	struct rd_policy p = { .ops = &rd_policy_adaptive, .dev = &d, .concurrency = 1 };
 	char err[256];
 	CHECK(p.ops->init(&p, err, sizeof err) == 0);
 	uint64_t t0 = rd_now_ns(), now = t0;
-	/* 20 streams at 100 kB/s; each gets an 8 MiB window, and 5 s later
-	 * asks inside it again (evicted after ~5 s). */
+	/* 20 streams at 100 kB/s; each gets an 8 MiB window, and every 5 s
+	 * asks inside its last one again, 0.5 MB further (evicted after 5 s;
+	 * the bitrates are known from the second 10 s pacing period on). */
 	for (unsigned i = 0; i < 20; i++) {
 		struct rd_request_info r = { .dev = d.fs_dev, .ino = 500 + i, .offset = 0,
 		                             .length = 65536 };
@@ -460,17 +557,17 @@ static void test_adaptive_evictions(void)
 		                                    now + (i + 1) * 400000000ull);
 		p.ops->observe(&p, &c);
 	}
-	for (unsigned s = 1; s <= 9; s++) {
+	for (unsigned s = 1; s <= 29; s++) {
 		now = t0 + s * SEC;
-		if (s == 5)
+		if (s % 5 == 0)
 			for (unsigned i = 0; i < 20; i++) {
-				struct rd_completion c = completion(500 + i, 500000, 65536, 8 * MiB, 8 * MiB,
-				                                    40000000, now);
+				struct rd_completion c = completion(500 + i, s / 5 * 500000, 65536, 8 * MiB,
+				                                    8 * MiB, 40000000, now);
 				p.ops->observe(&p, &c);
 			}
 		p.ops->tick(&p, now);
 	}
-	now = t0 + 10 * SEC + 1;
+	now = t0 + 30 * SEC + 1;
 	p.ops->tick(&p, now);
 	CHECK(strstr(sz_test_last_log, "evictions"));
 	/* 5 s x ~100 kB/s = 0.5 MB: one step */
@@ -490,11 +587,12 @@ static void test_bitrate_policy(void)
 	struct rd_policy p = { .ops = &rd_policy_bitrate, .dev = &d, .concurrency = 1 };
 	char err[256];
 	CHECK(p.ops->init(&p, err, sizeof err) == 0);
-	/* Two streams, 400 kB/s and 100 kB/s, for 10 s. */
+	/* Two streams, 400 kB/s and 100 kB/s, for 30 s (bitrates are known
+	 * from the second 10 s pacing period on). */
 	uint64_t now = rd_now_ns();
 	uint64_t off[2] = {0, 0};
 	double rate[2] = {400e3, 100e3};
-	for (unsigned s = 0; s < 10; s++) {
+	for (unsigned s = 0; s < 30; s++) {
 		for (unsigned i = 0; i < 2; i++) {
 			struct rd_completion c = completion(700 + i, off[i], 65536, 65536, 65536, 1000, now);
 			p.ops->observe(&p, &c);
@@ -518,6 +616,7 @@ int main(void)
 	test_profile();
 	test_scale();
 	test_streams_and_accounting();
+	test_pacing_skips_the_opening_burst();
 	test_busy_union();
 	test_recheck();
 	test_competitive();

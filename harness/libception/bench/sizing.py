@@ -148,20 +148,23 @@ def _median(xs):
 def streams_by_kind(outcome, kinds):
     """The daemon's live streams at the end of the probe at the answer
     (or of the last probe when none passed), by kind: how many, the
-    median inferred bitrate (B/s), and the median last window beyond the
-    ask (B) among those whose bitrate is known."""
+    median inferred bitrate (B/s) of those whose bitrate is known and of
+    those older than 40 s (past a player's opening burst), and the median
+    last window beyond the ask (B)."""
     probes = outcome.get("probes") or []
     at = outcome.get("at_answer") or (probes[-1] if probes else None)
     try:
-        streams = at["daemon_stats"]["devices"][0]["policy"]["stream_list"]
+        pol = at["daemon_stats"]["devices"][0]["policy"]
+        streams = pol["stream_list"]
     except (KeyError, IndexError, TypeError):
         return None
-    out = {}
+    out = {"max_bitrate": pol.get("max_bitrate")}
     for kind in ("sd", "hd"):
         mine = [x for x in streams if kinds.get(x["ino"]) == kind]
         known = [x for x in mine if x["bitrate"]]
         out[kind] = {"streams": len(mine), "known": len(known),
                      "bitrate": _median([x["bitrate"] for x in known]),
+                     "bitrate_40s": _median([x["bitrate"] for x in known if x["age_s"] >= 40]),
                      "window": _median([x["window"] for x in known if x["window"]]),
                      "age_s": _median([x["age_s"] for x in known])}
     return out
@@ -169,18 +172,21 @@ def streams_by_kind(outcome, kinds):
 
 def print_kinds(rows, out):
     out("libception bench: " + f"{'configuration':<22} {'kind':>4} {'streams':>8} "
-        f"{'known':>6} {'kB/s':>8} {'window':>8} {'age s':>6}   (live streams, medians, "
-        "end of the probe at the answer)")
+        f"{'known':>6} {'kB/s':>8} {'>=40s':>8} {'window':>8} {'age s':>6} {'max kB/s':>9}"
+        "   (live streams, medians, end of the probe at the answer)")
+
+    def f(v, scale, fmt):
+        return "-" if v is None else format(v / scale, fmt)
     for label, k in rows:
         if not k:
             out(f"libception bench: {label:<22} (no stream list)")
             continue
-        for kind, v in k.items():
-            br = "-" if v["bitrate"] is None else f"{v['bitrate'] / 1e3:.1f}"
-            win = "-" if v["window"] is None else f"{v['window'] / 1024:.0f}K"
-            age = "-" if v["age_s"] is None else f"{v['age_s']:.0f}"
+        for kind in ("sd", "hd"):
+            v = k[kind]
             out(f"libception bench: {label:<22} {kind:>4} {v['streams']:>8} {v['known']:>6} "
-                f"{br:>8} {win:>8} {age:>6}")
+                f"{f(v['bitrate'], 1e3, '.1f'):>8} {f(v['bitrate_40s'], 1e3, '.1f'):>8} "
+                f"{'-' if v['window'] is None else f(v['window'], 1024, '.0f') + 'K':>8} {f(v['age_s'], 1, '.0f'):>6} "
+                f"{f(k['max_bitrate'], 1e3, '.0f'):>9}")
 
 
 def trace(rig, base, s, start, rate):

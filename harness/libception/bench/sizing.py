@@ -183,9 +183,10 @@ def print_kinds(rows, out):
             continue
         for kind in ("sd", "hd"):
             v = k[kind]
+            win = "-" if v["window"] is None else f(v["window"], 1024, ".0f") + "K"
             out(f"libception bench: {label:<22} {kind:>4} {v['streams']:>8} {v['known']:>6} "
                 f"{f(v['bitrate'], 1e3, '.1f'):>8} {f(v['bitrate_40s'], 1e3, '.1f'):>8} "
-                f"{'-' if v['window'] is None else f(v['window'], 1024, '.0f') + 'K':>8} {f(v['age_s'], 1, '.0f'):>6} "
+                f"{win:>8} {f(v['age_s'], 1, '.0f'):>6} "
                 f"{f(k['max_bitrate'], 1e3, '.0f'):>9}")
 
 

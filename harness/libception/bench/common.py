@@ -70,14 +70,15 @@ def _fmt(v, spec):
 def print_table(rows, out=print, prog="libception bench"):
     """The side-by-side table: sessions/s without failures, MB/s to
     clients, disk MB/s and failed % at that rate, ratio to the first row."""
-    head = (f"{'configuration':<34} {'sessions/s':>10} {'MB/s out':>9} {'disk MB/s':>9} "
+    w = max([34] + [len(r["label"]) for r in rows])   # long labels keep the columns aligned
+    head = (f"{'configuration':<{w}} {'sessions/s':>10} {'MB/s out':>9} {'disk MB/s':>9} "
             f"{'failed %':>8} {'ratio':>6}")
     out(f"{prog}: {head}")
     for r in rows:
         rate = _fmt(r["rate"], ".3g")
         if r["rate"] is not None and r.get("failed_above") is None:
             rate = ">=" + rate   # never failed within the search's cap
-        out(f"{prog}: {r['label']:<34} {rate:>10} {_fmt(r['mb_per_s'], '.1f'):>9} "
+        out(f"{prog}: {r['label']:<{w}} {rate:>10} {_fmt(r['mb_per_s'], '.1f'):>9} "
             f"{_fmt(r['disk_mb_per_s'], '.1f'):>9} {_fmt(r['failed_pct'], '.2f'):>8} "
             f"{_fmt(r['ratio'], '.2f'):>6}")
 

@@ -46,6 +46,15 @@ def measure_profile(rig, s, root):
     if done is not None and os.path.exists(path):
         rig.progress.skip(f"profile of the real disk ({path})")
         return path, done["profile"]
+    # The library was just written: flush it first, or the O_DIRECT reads
+    # wait for its writeback and the profile measures that.
+    for d, dirs, files in os.walk(root):
+        for name in files:
+            fd = os.open(os.path.join(d, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
     tool = os.path.join(daemon.prefix(), "bin", "receptiond-profile")
     rig.progress.begin(f"profile: {tool} --budget {s['profile_budget']} {root}")
     r = subprocess.run([tool, "--budget", str(s["profile_budget"]), root],

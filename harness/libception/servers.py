@@ -61,7 +61,12 @@ def wait_port(port, host="127.0.0.1", timeout=20.0, alive=lambda: True):
 
 
 def port_free(port, host="127.0.0.1"):
+    """Whether a server could listen on port now.  With SO_REUSEADDR, as
+    every server sets it: connections the last server closed linger in
+    TIME_WAIT for a minute and do not keep the port (an Apache that
+    served a probe leaves thousands)."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
             return True

@@ -28,6 +28,9 @@ def settings(quick):
             "memory_ratio": common.MEMORY_RATIO, "server": "nginx",
             "tunables": tunables, "tunables_source": source, "prefetch": "2M",
             "profile_budget": 15 if quick else 60,
+            # Opt-in (--set serial_row=true): the profile's size with one read
+            # at a time, to tell the concurrency's part from the size's.
+            "serial_row": False,
             "search": common.search_settings(quick, start=4 if quick else 12)}
 
 
@@ -103,25 +106,36 @@ def run(rig, s):
     rig.log_plain(prof_line)
     base = {"server": s["server"], "tunables": s["tunables"], "library": lib, "docroot": root,
             "memory_limit": common.memory_limit(lib, s["memory_ratio"])}
+    # vanilla always runs (the ratios' base); --only picks the other rows.
     van = rig.max_rate({**base, "mode": "vanilla"}, "vanilla", s["search"], {"config": "vanilla"})
     v = van.get("answer")
-    lc = rig.max_rate({**base, "mode": "libception", "prefetch": s["prefetch"]}, "libception",
-                      dict(s["search"], start=v or s["search"]["start"]), {"config": "libception"})
+    search = dict(s["search"], start=v or s["search"]["start"])
+    rows = [common.row("nginx vanilla (real disk)", van, v)]
+    if rig.wants("libception"):
+        lc = rig.max_rate({**base, "mode": "libception", "prefetch": s["prefetch"]}, "libception",
+                          search, {"config": "libception"})
+        rows.append(common.row("nginx libception (real disk)", lc, v))
     # Same server settings and search; the daemon's size and reads at once
     # come from the profile (the library's LIBCEPTION_PREFETCH is ignored
     # by the sizing policies).
-    pr = rig.max_rate({**base, "mode": "libception", "policy": f"competitive:profile={prof_path}"},
-                      "libception-profile", dict(s["search"], start=v or s["search"]["start"]),
-                      {"config": "libception-profile", "profile_switch_s": prof["switch_s"],
-                       "profile_rate": prof["rate"], "profile_concurrency": prof["concurrency"]})
-    pol = _policy_at_answer(pr)
-    size = pol.get("size")
-    n = pol.get("concurrency", prof["concurrency"])
-    rows = [common.row("nginx vanilla (real disk)", van, v),
-            common.row("nginx libception (real disk)", lc, v),
-            common.row(f"nginx libception, device profile (competitive "
-                       f"{_size(size) if size else '?'}, {n} read{'s' if n != 1 else ''} at once)",
-                       pr, v)]
+    policy = f"competitive:profile={prof_path}"
+    figures = {"profile_switch_s": prof["switch_s"], "profile_rate": prof["rate"],
+               "profile_concurrency": prof["concurrency"]}
+    size = None
+    if rig.wants("libception-profile"):
+        pr = rig.max_rate({**base, "mode": "libception", "policy": policy}, "libception-profile",
+                          search, {"config": "libception-profile", **figures})
+        pol = _policy_at_answer(pr)
+        size = pol.get("size")
+        n = pol.get("concurrency", prof["concurrency"])
+        rows.append(common.row(f"nginx libception, device profile (competitive "
+                               f"{_size(size) if size else '?'}, {n} read{'s' if n != 1 else ''} "
+                               f"at once)", pr, v))
+    if s.get("serial_row") and prof["concurrency"] > 1 and rig.wants("libception-profile-serial"):
+        ps = rig.max_rate({**base, "mode": "libception", "policy": policy + ",concurrency=1"},
+                          "libception-profile-serial", search,
+                          {"config": "libception-profile-serial", **figures})
+        rows.append(common.row("nginx libception, device profile, 1 read at a time", ps, v))
     common.print_table(rows, rig.log_plain)
     if size is not None and size > prof["competitive_size"] + 4096:
         rig.log_plain(f"libception bench: the daemon used {_size(size)} windows: the profile's "

@@ -111,10 +111,12 @@ def run(rig, s):
     v = van.get("answer")
     search = dict(s["search"], start=v or s["search"]["start"])
     rows = [common.row("nginx vanilla (real disk)", van, v)]
+    short = ["vanilla"]   # the plot's bar labels
     if rig.wants("libception"):
         lc = rig.max_rate({**base, "mode": "libception", "prefetch": s["prefetch"]}, "libception",
                           search, {"config": "libception"})
         rows.append(common.row("nginx libception (real disk)", lc, v))
+        short.append(f"libception\nfixed {s['prefetch']}")
     # Same server settings and search; the daemon's size and reads at once
     # come from the profile (the library's LIBCEPTION_PREFETCH is ignored
     # by the sizing policies).
@@ -131,16 +133,19 @@ def run(rig, s):
         rows.append(common.row(f"nginx libception, device profile (competitive "
                                f"{_size(size) if size else '?'}, {n} read{'s' if n != 1 else ''} "
                                f"at once)", pr, v))
+        short.append(f"libception, profile\n{_size(size) if size else '?'}, {n} at once")
     if s.get("serial_row") and prof["concurrency"] > 1 and rig.wants("libception-profile-serial"):
         ps = rig.max_rate({**base, "mode": "libception", "policy": policy + ",concurrency=1"},
                           "libception-profile-serial", search,
                           {"config": "libception-profile-serial", **figures})
         rows.append(common.row("nginx libception, device profile, 1 read at a time", ps, v))
+        short.append(f"libception, profile\n{_size(size) if size else '?'}, 1 at a time")
     common.print_table(rows, rig.log_plain)
     if size is not None and size > prof["competitive_size"] + 4096:
         rig.log_plain(f"libception bench: the daemon used {_size(size)} windows: the profile's "
                       f"{_size(prof['competitive_size'])} is below the competitive policy's floor "
                       f"(min=, docs/prefetch-sizing.md)")
-    common.plot_rates(os.path.join(rig.out, "fastdisk-rates.png"), rows,
+    common.plot_rates(os.path.join(rig.out, "fastdisk-rates.png"),
+                      [dict(r, label=label) for r, label in zip(rows, short)],
                       "fast storage: no harm (target >= 0.97x)")
     return 0

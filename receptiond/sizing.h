@@ -67,6 +67,7 @@ struct sz_stream {
 	int used;
 	uint64_t first_off, first_ns;   /* where and when it started */
 	uint64_t frontier;              /* end of the furthest range asked for */
+	uint64_t ask_off;               /* start of the request that moved it */
 	uint64_t last_ns;               /* its last request */
 	uint64_t mark_off, mark_ns;     /* pacing: moved every pacing_ns */
 	uint64_t ref_off, ref_ns;       /* pacing: the mark before (0: none yet) */

@@ -85,10 +85,14 @@ struct sz_stream *sz_stream_find(struct sz_streams *t, dev_t dev, ino_t ino, uin
 		if (s->dev != dev || s->ino != ino)
 			continue;
 		/* Within the stream's last window, or a little behind/ahead of
-		 * where it got to. */
+		 * where it got to, or inside the range it last asked for past
+		 * that range's start: a server's sendfile of one 2.5 MiB Range
+		 * reply continues there as the socket drains (the same offset
+		 * as the start is another client starting there). */
 		uint64_t lo = s->frontier > slack ? s->frontier - slack : 0;
 		uint64_t hi = (s->reach > s->frontier ? s->reach : s->frontier) + slack;
-		if (off < lo || off > hi)
+		int inside = off > s->ask_off && off < s->frontier;
+		if (!inside && (off < lo || off > hi))
 			continue;
 		uint64_t d = off > s->frontier ? off - s->frontier : s->frontier - off;
 		if (d < best_d) {
@@ -123,6 +127,7 @@ struct sz_stream *sz_stream_new(struct sz_streams *t, dev_t dev, ino_t ino, uint
 	s->last_ns = now;
 	s->mark_off = off;
 	s->mark_ns = now;
+	s->ask_off = off;
 	s->fd = -1;
 	unsigned b = hash(dev, ino, t->nbuckets);
 	s->next = t->bucket[b];
@@ -140,6 +145,7 @@ uint64_t sz_stream_advance(struct sz_streams *t, struct sz_stream *s, uint64_t o
 		 * it knows is resident, so a gap up to off was read all the same. */
 		gained = end - s->frontier;
 		s->frontier = end;
+		s->ask_off = off;
 	}
 	s->last_ns = now;
 	/* Pacing: what it consumed since a reference point over the time

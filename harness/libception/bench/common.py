@@ -2,8 +2,9 @@
 the recorded best vanilla configurations, and the side-by-side table."""
 import json
 import os
+import subprocess
 
-from .. import cmd_mklib, plots
+from .. import cmd_mklib, daemon, plots
 from . import rig as rigmod
 
 MIB = 2**20
@@ -112,3 +113,21 @@ def search_settings(quick, start, duration=None):
             "cap": start * 16, "floor": start / 16,
             "rel_resolution": 0.25 if quick else 0.1, "repeats": 1, "max_fail": 0.3,
             "seed": 1}
+
+
+def profile_device(rig, point, path, target, budget):
+    """Run receptiond-profile on the device under `target` for at most
+    `budget` seconds; keep its JSON at `path` and in the results under
+    `point`; return the profile."""
+    tool = os.path.join(daemon.prefix(), "bin", "receptiond-profile")
+    rig.progress.begin(f"profile: {tool} --budget {budget} {target}")
+    r = subprocess.run([tool, "--budget", str(budget), target],
+                       capture_output=True, text=True, check=False)
+    rig.progress.end()
+    if r.returncode:
+        raise RuntimeError(f"receptiond-profile: {r.stderr.strip()}")
+    prof = json.loads(r.stdout)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(prof, f, indent=1)
+    rig.results.add(point, profile=prof)
+    return prof

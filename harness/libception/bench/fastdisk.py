@@ -12,11 +12,9 @@ reads, so the data is cold whatever the page cache holds) and the daemon
 runs `competitive:profile=PATH`, i.e. the profile's size (never below
 the policy's 128 KiB floor) and its number of reads at once.
 """
-import json
 import os
-import subprocess
 
-from .. import daemon, vidload
+from .. import vidload
 from . import common
 
 MIB = 1 << 20
@@ -58,17 +56,7 @@ def measure_profile(rig, s, root):
                 os.fsync(fd)
             finally:
                 os.close(fd)
-    tool = os.path.join(daemon.prefix(), "bin", "receptiond-profile")
-    rig.progress.begin(f"profile: {tool} --budget {s['profile_budget']} {root}")
-    r = subprocess.run([tool, "--budget", str(s["profile_budget"]), root],
-                       capture_output=True, text=True, check=False)
-    rig.progress.end()
-    if r.returncode:
-        raise RuntimeError(f"receptiond-profile: {r.stderr.strip()}")
-    prof = json.loads(r.stdout)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(prof, f, indent=1)
-    rig.results.add(point, profile=prof)
+    prof = common.profile_device(rig, point, path, root, s["profile_budget"])
     return path, prof
 
 

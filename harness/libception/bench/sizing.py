@@ -22,9 +22,7 @@ Parts (names for --only):
 The adaptive interval is shortened from the paper's 180 s (settings
 "adaptive"): a probe here lasts a minute, not an hour.
 """
-import json
 import os
-import subprocess
 import threading
 import time
 
@@ -70,19 +68,9 @@ def measure_profile(rig, s, lib):
     m = hddsim.Mount(os.path.join(rig.work, "profile-mnt"), s["drive"], lib)
     handle = rig.cleanup.push(f"unmount {m.path}", m.unmount)
     try:
-        tool = os.path.join(daemon.prefix(), "bin", "receptiond-profile")
-        rig.progress.begin(f"profile: {tool} --budget {s['profile_budget']}")
-        r = subprocess.run([tool, "--budget", str(s["profile_budget"]), m.path],
-                           capture_output=True, text=True, check=False)
-        rig.progress.end()
-        if r.returncode:
-            raise RuntimeError(r.stderr.strip())
-        prof = json.loads(r.stdout)
+        prof = common.profile_device(rig, point, path, m.path, s["profile_budget"])
     finally:
         rig.cleanup.run_now(handle)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(prof, f, indent=1)
-    rig.results.add(point, profile=prof)
     rig.log_plain(f"libception bench: profile {s['drive']}: competitive size "
                   f"{prof['competitive_size'] / MIB:.2f} MiB = switch {prof['switch_s'] * 1e3:.2f} "
                   f"ms x {prof['rate'] / 1e6:.1f} MB/s; concurrency {prof['concurrency']}")

@@ -134,3 +134,15 @@ def test_servers_scenario_screens_candidates_and_records_best(bench_out, harness
     assert any("lighttpd libception" in line for line in labels)
     assert any("kernel tuning" in line for line in labels)
     assert (bench_out / "servers-throughput.png").exists()
+
+
+def test_adaptive_starts_straddle_the_best_fixed_size():
+    """issue 6: the adaptive policy starts once below and once above the
+    best fixed size; past the sweep's ends it halves or doubles."""
+    from libception.bench import sizing
+    s = {"adaptive_starts": "around", "sizes": ["512K", "1M", "2M", "4M"]}
+    assert sizing.adaptive_starts(s, "1M") == ["512K", "2M"]
+    assert sizing.adaptive_starts(s, "512K") == ["256K", "1M"]
+    assert sizing.adaptive_starts(s, "4M") == ["2M", "8M"]
+    assert sizing.adaptive_starts(s, None) == ["512K", "4M"]
+    assert sizing.adaptive_starts({**s, "adaptive_starts": ["3M"]}, "1M") == ["3M"]

@@ -9,14 +9,15 @@ Parts (names for --only):
   competitive   the competitive policy from the profile (slow start), with
                 the profile's concurrency
   competitive-serial  the same with one read at a time
-  adaptive-1M, adaptive-8M
-                the adaptive policy started below and above the best size
+  adaptive-SIZE the adaptive policy started below and above the best fixed
+                size (settings "adaptive_starts"; "around" takes the sweep's
+                neighbours of the best size, or its ends without a sweep)
   mixed-none, mixed-sqrt, mixed-linear
                 the mixed SD/HD library with the best fixed size for the
                 highest bitrate and no / sqrt / linear scaling; settings
                 "mixed_size" gives that size when the fixed sweep is not
                 run (`--only mixed --set mixed_size=1M`)
-  trace-1M, trace-8M
+  trace-SIZE
                 the adaptive policy at the best fixed size's rate for a long
                 run: its size and the disk's throughput over time
 The adaptive interval is shortened from the paper's 180 s (settings
@@ -39,7 +40,10 @@ def settings(quick):
             "tunables": tunables, "tunables_source": source,
             "sizes": ["1M", "2M", "4M"] if quick else ["512K", "1M", "2M", "4M", "8M"],
             "adaptive": "interval=5s,ramp=1s" if quick else "interval=20s,ramp=5s",
-            "adaptive_starts": ["1M", "8M"],
+            # "around": one sweep step below and one above the best fixed
+            # size (beyond the sweep's ends: half the smallest, twice the
+            # largest), so the adaptive policy starts once from each side
+            "adaptive_starts": "around",
             "profile_budget": 15 if quick else 60,
             "search": {**common.search_settings(quick, start=2 if quick else 4,
                                                 duration=20 if quick else 40),
@@ -53,8 +57,31 @@ def settings(quick):
 
 
 def steps(s):
-    return 6 * (len(s["sizes"]) + 2 + len(s["adaptive_starts"]) + len(s["scales"])) \
-        + len(s["adaptive_starts"]) + 1
+    return 6 * (len(s["sizes"]) + 2 + 2 + len(s["scales"])) + 2 + 1
+
+
+def size_bytes(text):
+    """"512K", "1M", "1.5M" -> bytes."""
+    unit = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:].upper())
+    return int(float(text[:-1]) * unit) if unit else int(text)
+
+
+def size_text(n):
+    return f"{n // MIB}M" if n % MIB == 0 else f"{n // 1024}K"
+
+
+def adaptive_starts(s, best_size):
+    """The sizes the adaptive policy starts from: the settings' list, or
+    for "around" the sweep's neighbours of the best fixed size."""
+    if s["adaptive_starts"] != "around":
+        return list(s["adaptive_starts"])
+    sizes = sorted(size_bytes(x) for x in s["sizes"])
+    if best_size is None:
+        return [size_text(sizes[0]), size_text(sizes[-1])]
+    i = sizes.index(size_bytes(best_size))
+    below = sizes[i - 1] if i > 0 else sizes[0] // 2
+    above = sizes[i + 1] if i + 1 < len(sizes) else sizes[-1] * 2
+    return [size_text(below), size_text(above)]
 
 
 def measure_profile(rig, s, lib):
@@ -269,7 +296,8 @@ def run(rig, s):
         if o is not None:
             rows.append(common.row("competitive, 1 at a time", o, best_rate))
             acct_rows.append(("competitive serial", accounting_at_answer(o)))
-    for start in s["adaptive_starts"]:
+    starts = adaptive_starts(s, best_size)
+    for start in starts:
         o = measure(f"adaptive-{start}", f"adaptive:start={start},{s['adaptive']}",
                     {"config": "adaptive", "start": start, "args": s["adaptive"]})
         if o is not None:
@@ -316,7 +344,7 @@ def run(rig, s):
                           "mixed SD/HD: per-bitrate scaling (ratio: to one size for all)")
 
     traces = {}
-    for start in s["adaptive_starts"]:
+    for start in starts:
         if best_rate and rig.wants(f"trace-{start}"):
             traces[start] = trace(rig, base, s, start, best_rate)
     if traces:

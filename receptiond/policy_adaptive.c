@@ -18,7 +18,7 @@
  * after start is a warm-up and is not scored.
  *
  *   --policy adaptive[:interval=180s,step=512K,deflate=5%,busy=60%,evict=5%,
- *                      ramp=60s,start=SIZE,scale=none|sqrt|linear,min=,max=,
+ *                      ramp=60s,start=SIZE,scale=none|sqrt|linear,ref=,min=,max=,
  *                      streams=, and competitive's switch=,rate=,profile=]
  * Defaults are the paper's Table 2; the start size is the competitive
  * size from the device profile (else the daemon's --prefetch).

@@ -96,8 +96,8 @@ static int bitrate_init(struct rd_policy *p, char *err, size_t errlen)
 	p->priv = br;
 	p->tick_ms = 1000;
 	char s[32];
-	rd_log("%s: size %s for the highest bitrate, scaled by %s", br->b.who,
-	       sz_fmt_size(br->size, s, sizeof s), sz_scale_name(br->b.scale));
+	rd_log("%s: size %s for the %gth percentile bitrate, scaled by %s", br->b.who,
+	       sz_fmt_size(br->size, s, sizeof s), br->b.ref_pct, sz_scale_name(br->b.scale));
 	return 0;
 fail:
 	free(br);

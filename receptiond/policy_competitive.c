@@ -12,7 +12,7 @@
  *
  *   --policy competitive[:switch=12ms,rate=120M,size=2M,first=64K,
  *                         slowstart=0|1,concurrency=N,profile=FILE,
- *                         scale=none|sqrt|linear,min=,max=,streams=]
+ *                         scale=none|sqrt|linear,ref=,min=,max=,streams=]
  */
 #include "sizing.h"
 #include "json.h"

@@ -92,7 +92,11 @@ struct sz_streams {
 	uint64_t idle_ns;               /* a stream silent this long has ended */
 	uint64_t pacing_ns;             /* bitrate over the last 1-2 of these,
 	                                   never from the stream's start */
-	double max_bitrate;             /* highest bitrate among live streams */
+	double ref_pct;                 /* the reference bitrate's percentile */
+	double ref_bitrate;             /* that percentile of the live streams'
+	                                   known bitrates: the bitrate that gets
+	                                   a policy's whole size */
+	double *scratch;                /* cap doubles, for the percentile */
 	/* called when a stream ends or is replaced, for the accounting */
 	void (*ended)(void *ctx, struct sz_stream *s, uint64_t now);
 	void *ended_ctx;
@@ -112,7 +116,7 @@ struct sz_stream *sz_stream_new(struct sz_streams *t, dev_t dev, ino_t ino, uint
  * bitrate estimate; returns the bytes by which the frontier advanced. */
 uint64_t sz_stream_advance(struct sz_streams *t, struct sz_stream *s, uint64_t off, uint64_t len,
                            uint64_t now);
-/* End streams idle for idle_ns and refresh max_bitrate. */
+/* End streams idle for idle_ns and refresh ref_bitrate. */
 void sz_streams_expire(struct sz_streams *t, uint64_t now);
 void sz_stream_end(struct sz_streams *t, struct sz_stream *s, uint64_t now);
 /* Mean bitrate of live streams whose bitrate is known, 0 if none. */
@@ -126,7 +130,7 @@ void sz_streams_describe(const struct sz_streams *t, struct rd_json *j, uint64_t
 enum sz_scale { SZ_SCALE_NONE, SZ_SCALE_SQRT, SZ_SCALE_LINEAR };
 int sz_scale_parse(const char *s, enum sz_scale *out);
 const char *sz_scale_name(enum sz_scale s);
-/* The window for a stream of bitrate b when the highest live bitrate gets
+/* The window for a stream of bitrate b when the reference bitrate gets
  * size: size * sqrt(b/max) (or b/max), page-rounded, at least min.  An
  * unknown bitrate gets size. */
 uint64_t sz_scale_size(enum sz_scale mode, uint64_t size, double b, double max, uint64_t min);
@@ -200,12 +204,13 @@ struct sz_base {
 	uint64_t min_size;         /* no window below this (scaling, slow start) */
 	uint64_t max_size;         /* nor above */
 	unsigned stream_cap;
+	double ref_pct;            /* ref=: percentile of the reference bitrate */
 	char who[96];              /* "adaptive vda": prefix of log lines */
 };
 
 /* Defaults, before the policy's own arguments. */
 void sz_base_defaults(struct sz_base *b, const char *policy, const struct rd_device_info *dev);
-/* A shared argument (scale=, min=, max=, streams=): 1 if taken, 0 if not
+/* A shared argument (scale=, ref=, min=, max=, streams=): 1 if taken, 0 if not
  * ours, -1 if bad (err filled). */
 int sz_base_arg(struct sz_base *b, const char *key, const char *val, char *err, size_t errlen);
 int sz_base_start(struct sz_base *b, unsigned concurrency, uint64_t now, char *err, size_t errlen);

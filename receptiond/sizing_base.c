@@ -26,6 +26,7 @@ void sz_base_defaults(struct sz_base *b, const char *policy, const struct rd_dev
 	b->min_size = 128u << 10;
 	b->max_size = 64u << 20;
 	b->stream_cap = 4096;
+	b->ref_pct = 95;
 	snprintf(b->who, sizeof b->who, "%s %s", policy, dev->name ? dev->name : "?");
 }
 
@@ -37,6 +38,16 @@ int sz_base_arg(struct sz_base *b, const char *key, const char *val, char *err, 
 			return 1;
 		snprintf(err, errlen, "%s: scale=\"%s\": expected none, sqrt or linear", b->who, val);
 		return -1;
+	}
+	if (strcmp(key, "ref") == 0) {
+		double pct;
+		if (sz_parse_fraction(val, &pct) || pct < 0.5) {
+			snprintf(err, errlen, "%s: ref=\"%s\": expected a percentile, 50%% to 100%%",
+			         b->who, val);
+			return -1;
+		}
+		b->ref_pct = pct * 100;
+		return 1;
 	}
 	if (strcmp(key, "min") == 0 || strcmp(key, "max") == 0) {
 		if (rd_parse_size(val, &v) || v < SZ_PAGE || v > (1ull << 30)) {
@@ -68,6 +79,7 @@ int sz_base_start(struct sz_base *b, unsigned concurrency, uint64_t now, char *e
 		return -1;
 	}
 	sz_account_init(&b->acct, concurrency, now);
+	b->streams.ref_pct = b->ref_pct;
 	b->streams.ended = sz_account_stream_ended;
 	b->streams.ended_ctx = &b->acct;
 	return 0;
@@ -95,7 +107,7 @@ struct sz_stream *sz_base_stream(struct sz_base *b, const struct rd_request_info
 uint64_t sz_base_scaled(struct sz_base *b, const struct sz_stream *s, uint64_t size)
 {
 	double rate = s ? s->bitrate : 0;
-	return sz_scale_size(b->scale, size, rate, b->streams.max_bitrate, b->min_size);
+	return sz_scale_size(b->scale, size, rate, b->streams.ref_bitrate, b->min_size);
 }
 
 struct sz_stream *sz_base_observe(struct sz_base *b, const struct rd_completion *c)
@@ -113,7 +125,8 @@ void sz_base_describe(struct sz_base *b, struct rd_json *j)
 {
 	rd_json_str(j, "scale", sz_scale_name(b->scale));
 	rd_json_u64(j, "streams", b->streams.live);
-	rd_json_dbl(j, "max_bitrate", b->streams.max_bitrate);
+	rd_json_dbl(j, "ref_pct", b->ref_pct);
+	rd_json_dbl(j, "ref_bitrate", b->streams.ref_bitrate);
 	rd_json_dbl(j, "mean_bitrate", sz_streams_mean_bitrate(&b->streams));
 	sz_account_describe(&b->acct, j, rd_now_ns());
 	sz_streams_describe(&b->streams, j, rd_now_ns());

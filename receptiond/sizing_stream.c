@@ -6,6 +6,7 @@
 #include "sizing.h"
 #include "json.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,9 +24,11 @@ int sz_streams_init(struct sz_streams *t, unsigned cap)
 	t->nbuckets = cap;
 	t->v = calloc(cap, sizeof *t->v);
 	t->bucket = malloc(cap * sizeof *t->bucket);
-	if (!t->v || !t->bucket) {
+	t->scratch = malloc(cap * sizeof *t->scratch);
+	if (!t->v || !t->bucket || !t->scratch) {
 		free(t->v);
 		free(t->bucket);
+		free(t->scratch);
 		return -1;
 	}
 	for (unsigned i = 0; i < cap; i++) {
@@ -35,6 +38,7 @@ int sz_streams_init(struct sz_streams *t, unsigned cap)
 	t->idle_ns = 30ull * 1000000000u;
 	t->pacing_ns = 10ull * 1000000000u;
 	t->max_fds = 1024;
+	t->ref_pct = 95;
 	return 0;
 }
 
@@ -46,6 +50,7 @@ void sz_streams_free(struct sz_streams *t)
 				close(t->v[i].fd);
 	free(t->v);
 	free(t->bucket);
+	free(t->scratch);
 	memset(t, 0, sizeof *t);
 }
 
@@ -167,15 +172,27 @@ uint64_t sz_stream_advance(struct sz_streams *t, struct sz_stream *s, uint64_t o
 	}
 	if (s->ref_ns && now > s->ref_ns && s->frontier > s->ref_off) {
 		s->bitrate = (double)(s->frontier - s->ref_off) * 1e9 / (double)(now - s->ref_ns);
-		if (s->bitrate > t->max_bitrate)
-			t->max_bitrate = s->bitrate;
+		/* the first known bitrate is the reference until the next tick */
+		if (t->ref_bitrate <= 0)
+			t->ref_bitrate = s->bitrate;
 	}
 	return gained;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* The reference is a high percentile, not the maximum: the maximum over
+ * hundreds of estimates that each jitter by +-20% (an HD stream's
+ * segments arrive in bursts), or of two clients of one file taken for
+ * one stream, was 2-4x an HD stream's bitrate, so even the highest
+ * bitrate class got a fraction of the policy's size. */
 void sz_streams_expire(struct sz_streams *t, uint64_t now)
 {
-	double max = 0;
+	unsigned known = 0;
 	for (unsigned i = 0; i < t->cap; i++) {
 		struct sz_stream *s = &t->v[i];
 		if (!s->used)
@@ -185,10 +202,16 @@ void sz_streams_expire(struct sz_streams *t, uint64_t now)
 			sz_stream_end(t, s, now);
 			continue;
 		}
-		if (s->bitrate > max)
-			max = s->bitrate;
+		if (s->bitrate > 0)
+			t->scratch[known++] = s->bitrate;
 	}
-	t->max_bitrate = max;
+	t->ref_bitrate = 0;
+	if (known) {
+		qsort(t->scratch, known, sizeof *t->scratch, cmp_double);
+		/* nearest rank */
+		unsigned rank = (unsigned)ceil(t->ref_pct / 100 * known);
+		t->ref_bitrate = t->scratch[rank ? rank - 1 : 0];
+	}
 }
 
 double sz_streams_mean_bitrate(const struct sz_streams *t)

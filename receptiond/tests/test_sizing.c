@@ -53,6 +53,13 @@ static void test_args(void)
 	CHECK(sz_parse_fraction("5%", &f) == 0 && fabs(f - 0.05) < 1e-12);
 	CHECK(sz_parse_fraction("0.6", &f) == 0 && fabs(f - 0.6) < 1e-12);
 	CHECK(sz_parse_fraction("150%", &f) == -1);
+	struct rd_device_info dev = {.name = "vda"};
+	struct sz_base b;
+	char err[160];
+	sz_base_defaults(&b, "bitrate", &dev);
+	CHECK(b.ref_pct == 95);
+	CHECK(sz_base_arg(&b, "ref", "90%", err, sizeof err) == 1 && fabs(b.ref_pct - 90) < 1e-9);
+	CHECK(sz_base_arg(&b, "ref", "20%", err, sizeof err) == -1 && strstr(err, "ref=\"20%\""));
 	CHECK(sz_parse_bytes("0.5M", &f) == 0 && f == 512 * 1024);
 	CHECK(sz_parse_bytes("122MB", &f) == 0 && f == 122.0 * MiB);
 	CHECK(sz_parse_bytes("x", &f) == -1);
@@ -142,7 +149,7 @@ static void test_streams_and_accounting(void)
 	CHECK(a.total.useful == 9 * (MiB - 65536));
 	CHECK(s0->bitrate > 240000 && s0->bitrate < 290000);
 	sz_streams_expire(&t, now);
-	CHECK(fabs(t.max_bitrate - s0->bitrate) < 1);
+	CHECK(fabs(t.ref_bitrate - s0->bitrate) < 1);
 
 	/* A second client of the same file, far away: a second stream. */
 	struct rd_completion c2 = completion(7, 500 * MiB, 65536, MiB, MiB, 10000000, now);
@@ -288,7 +295,7 @@ static void test_pacing_skips_the_opening_burst(void)
 				if (p->s->bitrate <= 0)
 					continue;
 				sd_known++;
-				if (p->s->bitrate >= h.s->bitrate || t.max_bitrate > h.s->bitrate + 1)
+				if (p->s->bitrate >= h.s->bitrate || t.ref_bitrate > h.s->bitrate + 1)
 					sd_bad++;
 				if (age - 200 > 60 && fabs(p->s->bitrate / sd - 1) > 0.25)
 					sd_settled_bad++;
@@ -301,6 +308,37 @@ static void test_pacing_skips_the_opening_burst(void)
 	CHECK(sd_bad == 0);
 	CHECK(sd_settled_bad == 0);
 	CHECK(hd_settled_bad == 0);
+	sz_streams_free(&t);
+}
+
+/* The reference bitrate (the one that gets a policy's whole size) is a
+ * high percentile of the live streams' bitrates, not their maximum: one
+ * stream in a burst, or two clients of one file taken for one stream,
+ * must not shrink every HD stream's window. */
+static void test_reference_bitrate_is_a_percentile(void)
+{
+	struct sz_streams t;
+	CHECK(sz_streams_init(&t, 256) == 0);
+	const double sd = 52428, hd = 262144;
+	uint64_t now = 5 * SEC;
+	for (unsigned i = 0; i < 100; i++) {
+		struct sz_stream *s = sz_stream_new(&t, makedev(0, 99), 1000 + i, 0, now);
+		s->last_ns = now;
+		s->bitrate = i < 90 ? sd : i < 99 ? hd : 4 * hd;   /* one outlier */
+	}
+	sz_stream_new(&t, makedev(0, 99), 2000, 0, now)->last_ns = now;   /* no bitrate yet */
+	sz_streams_expire(&t, now);
+	CHECK(t.ref_bitrate == hd);
+	t.ref_pct = 100;
+	sz_streams_expire(&t, now);
+	CHECK(t.ref_bitrate == 4 * hd);
+	t.ref_pct = 50;
+	sz_streams_expire(&t, now);
+	CHECK(t.ref_bitrate == sd);
+	/* an HD stream gets the whole size, an SD one sqrt(1/5) of it */
+	CHECK(sz_scale_size(SZ_SCALE_SQRT, 4 * MiB, hd, hd, 128 << 10) == 4 * MiB);
+	uint64_t w = sz_scale_size(SZ_SCALE_SQRT, 4 * MiB, sd, hd, 128 << 10);
+	CHECK(w > 1.7 * MiB && w < 1.9 * MiB);
 	sz_streams_free(&t);
 }
 
@@ -643,6 +681,7 @@ int main(void)
 	test_scale();
 	test_streams_and_accounting();
 	test_pacing_skips_the_opening_burst();
+	test_reference_bitrate_is_a_percentile();
 	test_stream_continues_inside_its_ask();
 	test_busy_union();
 	test_recheck();

@@ -17,6 +17,9 @@ def settings(quick):
     return {"library": {"preset": "sd", "count": 60 if quick else common.FULL_VIDEOS, "seed": 1},
             "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red", "server": "nginx",
             "tunables": tunables, "tunables_source": source, "prefetch": "2M",
+            # a sizing policy instead of the fixed size, e.g. "adaptive"
+            # (docs/prefetch-sizing.md); None: fixed "prefetch"
+            "policy": None,
             "modes": ["libception"] if quick else ["vanilla", "libception"],
             "search": common.search_settings(quick, start=2 if quick else 6)}
 
@@ -35,7 +38,9 @@ def run(rig, s):
         if not rig.wants(mode):
             continue
         extra = {"mode": mode}
-        if mode != "vanilla":
+        if mode != "vanilla" and s.get("policy"):
+            extra["policy"] = s["policy"]
+        elif mode != "vanilla":
             extra["prefetch"] = s["prefetch"]
         one = rig.max_rate({**base, **extra, "library": lib}, f"{mode}-1disk", s["search"],
                            {"config": mode, "disks": 1})

@@ -146,3 +146,7 @@ def test_adaptive_starts_straddle_the_best_fixed_size():
     assert sizing.adaptive_starts(s, "4M") == ["2M", "8M"]
     assert sizing.adaptive_starts(s, None) == ["512K", "4M"]
     assert sizing.adaptive_starts({**s, "adaptive_starts": ["3M"]}, "1M") == ["3M"]
+    # a start below the paper's 512K step halves the step for every start
+    assert sizing.adaptive_args({"adaptive": "interval=20s"}, ["256K", "1M"]) \
+        == "interval=20s,step=256K"
+    assert sizing.adaptive_args({"adaptive": "interval=20s"}, ["512K", "2M"]) == "interval=20s"

@@ -70,6 +70,18 @@ def size_text(n):
     return f"{n // MIB}M" if n % MIB == 0 else f"{n // 1024}K"
 
 
+def adaptive_args(s, starts):
+    """The adaptive policy's arguments: the scenario's, with the step
+    halved from the paper's 512K until no start lies below it, the same
+    step for every start.  Otherwise a 256K start rounds up to 512K, and
+    on a scaled-down library whose best size is 512K the run "from below"
+    would start at the best size."""
+    step, low = 512 * 1024, min(size_bytes(x) for x in starts)
+    while step > low and step > 64 * 1024:
+        step //= 2
+    return s["adaptive"] if step == 512 * 1024 else f"{s['adaptive']},step={size_text(step)}"
+
+
 def adaptive_starts(s, best_size):
     """The sizes the adaptive policy starts from: the settings' list, or
     for "around" the sweep's neighbours of the best fixed size."""
@@ -206,16 +218,16 @@ def print_kinds(rows, out):
                 f"{f(k['ref_bitrate'], 1e3, '.0f'):>9}")
 
 
-def trace(rig, base, s, start, rate):
+def trace(rig, base, s, start, rate, args):
     """The adaptive policy at a fixed rate: (t, size, target, disk MB/s)
     every few seconds, and vidload's result."""
-    point = {"part": "trace", "start": start, "rate": rate, "adaptive": s["adaptive"],
+    point = {"part": "trace", "start": start, "rate": rate, "adaptive": args,
              "duration": s["trace_duration"]}
     done = rig.results.get(point)
     if done is not None:
         rig.progress.skip(f"trace from {start}")
         return done
-    cfg = {**base, "mode": "libception", "policy": f"adaptive:start={start},{s['adaptive']}"}
+    cfg = {**base, "mode": "libception", "policy": f"adaptive:start={start},{args}"}
     h = rig.setup(cfg, f"trace-{start}")
     series, stop = [], threading.Event()
 
@@ -298,9 +310,10 @@ def run(rig, s):
             rows.append(common.row("competitive, 1 at a time", o, best_rate))
             acct_rows.append(("competitive serial", accounting_at_answer(o)))
     starts = adaptive_starts(s, best_size)
+    args = adaptive_args(s, starts)
     for start in starts:
-        o = measure(f"adaptive-{start}", f"adaptive:start={start},{s['adaptive']}",
-                    {"config": "adaptive", "start": start, "args": s["adaptive"]})
+        o = measure(f"adaptive-{start}", f"adaptive:start={start},{args}",
+                    {"config": "adaptive", "start": start, "args": args})
         if o is not None:
             final = (o.get("probes") or [{}])[-1].get("daemon_stats") or {}
             size = ((final.get("devices") or [{}])[0].get("policy") or {}).get("size")
@@ -347,7 +360,7 @@ def run(rig, s):
     traces = {}
     for start in starts:
         if best_rate and rig.wants(f"trace-{start}"):
-            traces[start] = trace(rig, base, s, start, best_rate)
+            traces[start] = trace(rig, base, s, start, best_rate, args)
     if traces:
         plots.lines(os.path.join(rig.out, "sizing-adaptive-size.png"),
                     {f"from {k}": [(p["t"], (p["size"] or 0) / MIB) for p in v["series"]]

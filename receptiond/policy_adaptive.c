@@ -108,7 +108,7 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 		else {
 			snprintf(err, errlen,
 			         "%s: bad argument \"%s=%s\" (interval=, step=, deflate=, busy=, evict=, "
-			         "ramp=, start=, switch=, rate=, profile=, scale=, min=, max=, streams=)",
+			         "ramp=, start=, switch=, rate=, profile=, scale=, ref=, min=, max=, streams=)",
 			         a->b.who, key, val);
 			return -1;
 		}

@@ -38,11 +38,11 @@ const char *sz_scale_name(enum sz_scale s)
 	return s == SZ_SCALE_SQRT ? "sqrt" : s == SZ_SCALE_LINEAR ? "linear" : "none";
 }
 
-uint64_t sz_scale_size(enum sz_scale mode, uint64_t size, double b, double max, uint64_t min)
+uint64_t sz_scale_size(enum sz_scale mode, uint64_t size, double b, double ref, uint64_t min)
 {
-	if (mode == SZ_SCALE_NONE || b <= 0 || max <= 0 || b >= max)
+	if (mode == SZ_SCALE_NONE || b <= 0 || ref <= 0 || b >= ref)
 		return size;
-	double f = b / max;
+	double f = b / ref;
 	if (mode == SZ_SCALE_SQRT)
 		f = sqrt(f);
 	uint64_t v = (uint64_t)((double)size * f);
@@ -80,7 +80,7 @@ static int bitrate_init(struct rd_policy *p, char *err, size_t errlen)
 			continue;
 		if (strcmp(key, "size") == 0 && rd_parse_size(val, &br->size) == 0 && br->size >= SZ_PAGE)
 			continue;
-		snprintf(err, errlen, "%s: bad argument \"%s=%s\" (size=, scale=, min=, max=, streams=)",
+		snprintf(err, errlen, "%s: bad argument \"%s=%s\" (size=, scale=, ref=, min=, max=, streams=)",
 		         br->b.who, key, val);
 		goto fail;
 	}

@@ -69,7 +69,7 @@ static int competitive_config(struct rd_policy *p, struct competitive *c, char *
 		else {
 			snprintf(err, errlen,
 			         "%s: bad argument \"%s=%s\" (switch=, rate=, size=, first=, slowstart=, "
-			         "concurrency=, profile=, scale=, min=, max=, streams=)", c->b.who, key, val);
+			         "concurrency=, profile=, scale=, ref=, min=, max=, streams=)", c->b.who, key, val);
 			return -1;
 		}
 	}

@@ -131,9 +131,9 @@ enum sz_scale { SZ_SCALE_NONE, SZ_SCALE_SQRT, SZ_SCALE_LINEAR };
 int sz_scale_parse(const char *s, enum sz_scale *out);
 const char *sz_scale_name(enum sz_scale s);
 /* The window for a stream of bitrate b when the reference bitrate gets
- * size: size * sqrt(b/max) (or b/max), page-rounded, at least min.  An
+ * size: size * sqrt(b/ref) (or b/ref), page-rounded, at least min.  An
  * unknown bitrate gets size. */
-uint64_t sz_scale_size(enum sz_scale mode, uint64_t size, double b, double max, uint64_t min);
+uint64_t sz_scale_size(enum sz_scale mode, uint64_t size, double b, double ref, uint64_t min);
 
 /* ---- accounting (sizing_account.c) ---- */
 

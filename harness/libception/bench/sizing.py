@@ -57,7 +57,8 @@ def settings(quick):
 
 
 def steps(s):
-    return 6 * (len(s["sizes"]) + 2 + 2 + len(s["scales"])) + 2 + 1
+    starts = 2 if s["adaptive_starts"] == "around" else len(s["adaptive_starts"])
+    return 6 * (len(s["sizes"]) + 2 + starts + len(s["scales"])) + starts + 1
 
 
 def size_bytes(text):

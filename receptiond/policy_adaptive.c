@@ -314,11 +314,18 @@ static void decide(struct adaptive *a, uint64_t now)
 		 * its data before the kernel evicts it. */
 		uint64_t want = k_size(a, size_k(a, f.evict_age_s * bitrate));
 		if (want < a->target) {
+			/* The interval was measured at this size: keep its score,
+			 * or the gradient climbs back to it as "unmeasured" after
+			 * every jump (measured: 256K -> 512K -> 768K -> evictions ->
+			 * 256K, over and over); deflation still retries it. */
+			unsigned k = size_k(a, (double)a->target);
+			a->score[k] = f.score;
+			a->scored[k] = 1;
 			char w[32];
 			snprintf(why, sizeof why, "evictions: %.1f%% of prefetched bytes evicted unused "
-			         "after %.1f s on average, mean bitrate %.1f kB/s: size %s",
-			         f.evict_fraction * 100, f.evict_age_s, bitrate / 1e3,
-			         sz_fmt_size(want, w, sizeof w));
+			         "after %.1f s on average, mean bitrate %.1f kB/s: size %s (score %.3g "
+			         "kept for this size)", f.evict_fraction * 100, f.evict_age_s,
+			         bitrate / 1e3, sz_fmt_size(want, w, sizeof w), f.score);
 			set_target(a, want, now, why);
 			return;
 		}

@@ -642,6 +642,13 @@ static void test_adaptive_evictions(void)
 	CHECK(mid < 8 * MiB && mid > 512 * 1024);   /* gradually */
 	p.ops->tick(&p, now + 5 * SEC);
 	CHECK(p.ops->size(&p, &r) == 512 * 1024);
+	/* The size that was evicted keeps its score, so the gradient does not
+	 * climb back to it as an unmeasured size. */
+	struct rd_json j;
+	rd_json_init(&j);
+	p.ops->describe(&p, &j);
+	CHECK(rd_json_text(&j) && strstr(rd_json_text(&j), "\"scores\":{\"8388608\":"));
+	rd_json_free(&j);
 	p.ops->destroy(&p);
 }
 

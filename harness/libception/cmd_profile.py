@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import sys
 
+from . import sizes
+
 PROG = "libception profile"
 TOOL = "receptiond-profile"
 PROFILE_ENV = "LIBCEPTION_PROFILES"
@@ -93,16 +95,6 @@ def _mount_of(st_dev):
     return None
 
 
-def _parse_size(text):
-    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    t = text.strip().upper().rstrip("B").rstrip("I")
-    unit = t[-1] if t and t[-1] in units else ""
-    try:
-        return int(float(t[:-1] if unit else t) * units[unit])
-    except ValueError:
-        raise ValueError(f"\"{text}\" is not a size") from None
-
-
 def _make_scratch(directory, size):
     """A cold scratch file of size bytes (written, synced, dropped from the
     page cache) for directories without enough data of their own."""
@@ -169,7 +161,7 @@ def main(args):
                 print(f"{PROG}: --scratch needs PATH to be a directory", file=sys.stderr)
                 return 2
             try:
-                scratch = _make_scratch(args.path, _parse_size(args.scratch))
+                scratch = _make_scratch(args.path, sizes.parse(args.scratch))
             except ValueError as e:
                 print(f"{PROG}: --scratch {e}", file=sys.stderr)
                 return 2

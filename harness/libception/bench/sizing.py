@@ -27,7 +27,7 @@ import os
 import threading
 import time
 
-from .. import daemon, hddsim, plots, vidload
+from .. import daemon, hddsim, plots, sizes, vidload
 from . import common
 
 MIB = 2**20
@@ -61,26 +61,16 @@ def steps(s):
     return 6 * (len(s["sizes"]) + 2 + starts + len(s["scales"])) + starts + 1
 
 
-def size_bytes(text):
-    """"512K", "1M", "1.5M" -> bytes."""
-    unit = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:].upper())
-    return int(float(text[:-1]) * unit) if unit else int(text)
-
-
-def size_text(n):
-    return f"{n // MIB}M" if n % MIB == 0 else f"{n // 1024}K"
-
-
 def adaptive_args(s, starts):
     """The adaptive policy's arguments: the scenario's, with the step
     halved from the paper's 512K until no start lies below it, the same
     step for every start.  Otherwise a 256K start rounds up to 512K, and
     on a scaled-down library whose best size is 512K the run "from below"
     would start at the best size."""
-    step, low = 512 * 1024, min(size_bytes(x) for x in starts)
+    step, low = 512 * 1024, min(sizes.parse(x) for x in starts)
     while step > low and step > 64 * 1024:
         step //= 2
-    return s["adaptive"] if step == 512 * 1024 else f"{s['adaptive']},step={size_text(step)}"
+    return s["adaptive"] if step == 512 * 1024 else f"{s['adaptive']},step={sizes.text(step)}"
 
 
 def adaptive_starts(s, best_size):
@@ -88,13 +78,13 @@ def adaptive_starts(s, best_size):
     for "around" the sweep's neighbours of the best fixed size."""
     if s["adaptive_starts"] != "around":
         return list(s["adaptive_starts"])
-    sizes = sorted(size_bytes(x) for x in s["sizes"])
+    ladder = sorted(sizes.parse(x) for x in s["sizes"])
     if best_size is None:
-        return [size_text(sizes[0]), size_text(sizes[-1])]
-    i = sizes.index(size_bytes(best_size))
-    below = sizes[i - 1] if i > 0 else sizes[0] // 2
-    above = sizes[i + 1] if i + 1 < len(sizes) else sizes[-1] * 2
-    return [size_text(below), size_text(above)]
+        return [sizes.text(ladder[0]), sizes.text(ladder[-1])]
+    i = ladder.index(sizes.parse(best_size))
+    below = ladder[i - 1] if i > 0 else ladder[0] // 2
+    above = ladder[i + 1] if i + 1 < len(ladder) else ladder[-1] * 2
+    return [sizes.text(below), sizes.text(above)]
 
 
 def measure_profile(rig, s, lib):

@@ -1,10 +1,10 @@
 """Prefetch size sweep (paper Figs. 12-13): 0.5 to 8 MiB, with and without serialization."""
 import os
 
+from .. import sizes
 from . import common, plots_common
 
 SIZES = ["512K", "1M", "2M", "4M", "8M"]
-KIB = {"512K": 512, "1M": 1024, "2M": 2048, "4M": 4096, "8M": 8192}
 
 
 def settings(quick):
@@ -34,7 +34,7 @@ def run(rig, s):
             o = rig.max_rate({**base, "mode": mode, "prefetch": size}, f"{mode}-{size}",
                              s["search"], {"config": mode, "prefetch": size})
             rows.append(common.row(f"{label} {size}", o, van.get("answer")))
-            series[label].append((KIB[size], o.get("answer")))
+            series[label].append((sizes.parse(size) // 1024, o.get("answer")))
     common.print_table(rows, rig.log_plain)
     plots_common.sweep_plot(os.path.join(rig.out, "sweep-rates.png"), series, van.get("answer"),
                             "prefetch size (KiB)", "nginx: prefetch size (paper Figs. 12-13)")

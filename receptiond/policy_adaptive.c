@@ -233,12 +233,19 @@ static void set_target(struct adaptive *a, uint64_t target, uint64_t now, const 
 	a->changes++;
 }
 
+/* Store the score just measured at the target size; returns its step. */
+static unsigned keep_score(struct adaptive *a, double score)
+{
+	unsigned k = size_k(a, (double)a->target);
+	a->score[k] = score;
+	a->scored[k] = 1;
+	return k;
+}
+
 /* Gradient step (section 4.1) from the score just measured at target. */
 static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t now)
 {
-	unsigned k = size_k(a, (double)a->target);
-	a->score[k] = f->score;
-	a->scored[k] = 1;
+	unsigned k = keep_score(a, f->score);
 	unsigned ks = k - 1, kl = k + 1;
 	int has_s = ks >= 1 && ks >= size_k(a, (double)a->b.min_size) && k > 1;
 	int has_l = kl <= a->nsteps;
@@ -318,9 +325,7 @@ static void decide(struct adaptive *a, uint64_t now)
 			 * or the gradient climbs back to it as "unmeasured" after
 			 * every jump (measured: 256K -> 512K -> 768K -> evictions ->
 			 * 256K, over and over); deflation still retries it. */
-			unsigned k = size_k(a, (double)a->target);
-			a->score[k] = f.score;
-			a->scored[k] = 1;
+			keep_score(a, f.score);
 			char w[32];
 			snprintf(why, sizeof why, "evictions: %.1f%% of prefetched bytes evicted unused "
 			         "after %.1f s on average, mean bitrate %.1f kB/s: size %s (score %.3g "

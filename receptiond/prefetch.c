@@ -3,7 +3,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -94,12 +99,12 @@ uint64_t rd_resident_end(int fd, uint64_t lo, uint64_t hi, uint64_t limit)
 /*
  * Ask the kernel to start reading [lo, hi) in RD_HINT pieces before the
  * pread that guarantees it.  On a device whose read_ahead_kb is 0 a
- * buffered pread fetches one page per command; WILLNEED still issues up
+ * buffered read fetches one page per command; WILLNEED still issues up
  * to max(io_pages, ra_pages) (128 KiB on FUSE) per call, all queued at
  * once.  Measured on hddsim (wd-red, 32 MiB read 4 KiB at a time under
  * libception): read_ahead_kb=0 took 1.0-1.5 s without the hint, 0.37 s
  * with it; read_ahead_kb=128 took 0.33 s either way.  The hint is only a
- * hint: the pread below is what makes the window resident.
+ * hint: the loads of map_piece are what make the window resident.
  */
 static void hint(int fd, uint64_t lo, uint64_t hi)
 {
@@ -107,6 +112,100 @@ static void hint(int fd, uint64_t lo, uint64_t hi)
 		uint64_t n = hi - o < RD_HINT ? hi - o : RD_HINT;
 		posix_fadvise(fd, (off_t)o, (off_t)n, POSIX_FADV_WILLNEED);
 	}
+}
+
+/*
+ * Why the window is loaded through a mapping and not read.  A read(2) or
+ * pread(2) marks each page accessed; the program's own read of the page
+ * then counts as its second access, and the kernel moves it to the active
+ * list, as if it were popular.  Every page libception prefetched and the
+ * program sent became "active", the inactive list (where the windows not
+ * yet sent wait) shrank to the kernel's minimum share of the memory, and
+ * under a memory limit those windows were evicted before they were sent
+ * (measured in a cgroup: 200 MiB preread then sendfile'd: 200 MiB active;
+ * loaded through a MADV_RANDOM mapping instead: 0 MiB active).  A page
+ * faulted in through a mapping is not marked accessed, and unmapping a
+ * MADV_RANDOM mapping does not mark it either, so the program's read is
+ * the page's first access, as without libception.  MADV_RANDOM also
+ * keeps the fault from reading around: the WILLNEED hints issued the
+ * reads already.
+ *
+ * A load from a page past the end of the file, or one the device failed
+ * to read, raises SIGBUS; the worker jumps back to map_piece, which then
+ * tells the two apart by the file's size.
+ */
+/* volatile: the handler reads it, so its stores may not be elided */
+static __thread sigjmp_buf *volatile sigbus_jump;
+
+static void on_sigbus(int sig)
+{
+	if (sigbus_jump)
+		siglongjmp(*sigbus_jump, 1);
+	signal(sig, SIG_DFL);  /* not a load of ours: fault again, by default */
+}
+
+static void install_sigbus(void)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+enum { PIECE_UNMAPPABLE = -1000 };
+
+/*
+ * Make [off, end) resident through a mapping.  Returns the bytes made
+ * resident from off (short: the file ends there), -errno on a read error,
+ * or PIECE_UNMAPPABLE if the file cannot be mapped (the caller reads).
+ */
+static int64_t map_piece(int fd, uint64_t off, uint64_t end)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, install_sigbus);
+	uint64_t ps = page_size();
+	uint64_t base = off / ps * ps;
+	size_t len = (size_t)(end - base);
+	char *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)base);
+	if (map == MAP_FAILED)
+		return PIECE_UNMAPPABLE;
+	madvise(map, len, MADV_RANDOM);
+	sigjmp_buf jump;
+	volatile uint64_t at = base;
+	int64_t ret;
+	if (sigsetjmp(jump, 1) == 0) {
+		sigbus_jump = &jump;
+		for (; at < end; at += ps)
+			(void)*(volatile const char *)(map + (at - base));
+		ret = (int64_t)(end - off);
+	} else {
+		struct stat st;
+		if (fstat(fd, &st) != 0)
+			ret = -errno;
+		else if ((uint64_t)st.st_size <= at)  /* the file shrank */
+			ret = (uint64_t)st.st_size > off ? (int64_t)((uint64_t)st.st_size - off) : 0;
+		else
+			ret = -EIO;
+	}
+	sigbus_jump = NULL;
+	munmap(map, len);
+	return ret;
+}
+
+/* The same through pread, for files that cannot be mapped. */
+static int64_t read_piece(int fd, uint64_t off, uint64_t end, void *scratch)
+{
+	uint64_t done = 0;
+	while (off + done < end) {
+		ssize_t n = pread(fd, scratch, (size_t)(end - off - done), (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		done += (uint64_t)n;
+	}
+	return (int64_t)done;
 }
 
 void rd_prefetch(int fd, uint64_t lo, uint64_t hi, void *scratch,
@@ -129,28 +228,21 @@ void rd_prefetch(int fd, uint64_t lo, uint64_t hi, void *scratch,
 		uint64_t pages = pages_in(off, end);
 		if (cached < 0 || (uint64_t)cached < pages) {
 			hint(fd, off, end);
-			uint64_t done = 0;
-			while (off + done < end) {
-				ssize_t n = pread(fd, scratch, (size_t)(end - off - done),
-				                  (off_t)(off + done));
-				if (n < 0 && errno == EINTR)
-					continue;
-				if (n < 0) {
-					res->error = errno;
-					return;
-				}
-				if (n == 0) {  /* the file shrank: what exists is resident */
-					res->end = off + done;
-					if (cached >= 0)
-						res->bytes_read += (pages - (uint64_t)cached) * ps;
-					return;
-				}
-				done += (uint64_t)n;
+			int64_t got = map_piece(fd, off, end);
+			if (got == PIECE_UNMAPPABLE)
+				got = read_piece(fd, off, end, scratch);
+			if (got < 0) {
+				res->error = (int)-got;
+				return;
 			}
 			if (cached >= 0)
 				res->bytes_read += (pages - (uint64_t)cached) * ps;
 			else
-				res->bytes_read += end - off;
+				res->bytes_read += (uint64_t)got;
+			if ((uint64_t)got < end - off) {  /* the file shrank: what exists is resident */
+				res->end = off + (uint64_t)got;
+				return;
+			}
 		}
 		off = end;
 		res->end = off;

@@ -2,13 +2,14 @@
  * prefetch.h - making a window of a file resident, and asking the page
  * cache what already is.
  *
- * Residency comes from cachestat(2), which issues no I/O.  Reading uses
- * only pread on a private open file description (the passed fd reopened
- * through /proc/self/fd, with POSIX_FADV_RANDOM so the kernel reads
- * exactly the pieces asked for), so the program's own offset and
- * readahead state are never touched.  readahead(2) and WILLNEED are at
- * most hints here (the kernel caps them per call and they return before
- * the data is in memory); the pread is what guarantees residency.
+ * Residency comes from cachestat(2), which issues no I/O.  Reading works
+ * on a private open file description (the passed fd reopened through
+ * /proc/self/fd, so the program's own offset and readahead state are
+ * never touched): WILLNEED hints start the reads, then one load per page
+ * through a MADV_RANDOM mapping waits for them (pread if the file cannot
+ * be mapped).  The mapping, unlike a read, leaves the pages unmarked, so
+ * the program's read of a prefetched page is its first access, as
+ * without libception (prefetch.c says why that matters).
  */
 #ifndef RD_PREFETCH_H
 #define RD_PREFETCH_H
@@ -16,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RD_PIECE (1u << 20)   /* largest single pread */
+#define RD_PIECE (1u << 20)   /* largest piece made resident at once */
 #define RD_HINT  (128u << 10) /* WILLNEED hints per call (see prefetch.c) */
 
 /* The window to read for asked range [lo, hi): [lo, max(hi, lo+size)),
@@ -34,7 +35,7 @@ uint64_t rd_resident_end(int fd, uint64_t lo, uint64_t hi, uint64_t limit);
 
 struct rd_prefetch_result {
 	uint64_t bytes_read;    /* pages that were not cached before, in bytes */
-	int error;              /* 0 or an errno from pread */
+	int error;              /* 0 or the errno of a failed read */
 	uint64_t end;           /* the window is resident up to here */
 };
 

@@ -60,9 +60,11 @@ class Daemon:
         self.args = list(args)
         self.proc = None
 
-    def start(self, extra=()):
+    def start(self, extra=(), preexec=None):
+        """preexec: run in the child before exec (e.g. joining a memory group)."""
         cmd = [RECEPTIOND, "--foreground", "--socket", self.path, "--log", self.log]
-        self.proc = subprocess.Popen(cmd + self.args + list(extra), stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(cmd + self.args + list(extra), stdin=subprocess.DEVNULL,
+                                     preexec_fn=preexec)
         deadline = time.monotonic() + 20
         while not lcd.is_listening(self.path):
             if self.proc.poll() is not None:

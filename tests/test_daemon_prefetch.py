@@ -41,6 +41,27 @@ def test_miss_is_enlarged_to_the_prefetch_size(receptiond, scratch):
     assert dev["bytes_asked"] == 4096
 
 
+def test_prefetched_pages_wait_on_the_inactive_list(make_daemon, harness_cgroup, scratch,
+                                                   need_library):
+    # The daemon's prefetch must not count as an access: the program's
+    # one read of a page is then its first, the page stays on the
+    # inactive list as without libception, and under memory pressure the
+    # kernel evicts pages already sent before windows not yet read.  (A
+    # pread by the daemon made every page read once by the program
+    # "active": all 32 MiB here.)
+    group = harness_cgroup(None)
+    d = make_daemon(start=False)
+    d.start(preexec=group.preexec)  # the daemon's reads are charged to the group
+    f = make_cold_file(str(scratch / "cold"), 32 * MiB)
+    subprocess.run(["cat", f], env=d.env(), stdout=subprocess.DEVNULL, check=True,
+                   preexec_fn=group.preexec)
+    assert d.device()["bytes_read"] >= 30 * MiB  # the daemon read the file
+    st = group.stat()
+    assert st["total_inactive_file"] >= 30 * MiB
+    assert st["total_active_file"] <= 2 * MiB
+    drop_cache(f)
+
+
 def test_hit_is_answered_from_the_cache(receptiond, scratch):
     f = make_cold_file(str(scratch / "cold"), 8 * MiB)
     ensure(receptiond, f, 0, 4096)

@@ -1,11 +1,14 @@
 /* test_receptiond.c - unit tests of the daemon's pure parts: sizes,
- * windows, queue merging, policy specs and the JSON writer; and where the
- * libraries' per-device report entries are counted. */
+ * windows, queue merging, policy specs and the JSON writer; where the
+ * libraries' per-device report entries are counted; and how a window is
+ * made resident up to the end of a file. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "device.h"
 #include "json.h"
@@ -224,6 +227,36 @@ static void test_report_devices(void)
 	rd_device_stop_all();
 }
 
+/* A window that reaches past the end of the file (the file shrank after
+ * the request was made) ends at the file's end, without an error: the
+ * loads past it raise SIGBUS, which the prefetcher catches. */
+static void test_prefetch_to_file_end(void)
+{
+	char path[] = "/tmp/test_receptiond.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	unlink(path);
+	uint64_t size = (3u << 19) + 100;  /* 1.5 MiB and a partial page */
+	static char block[4096];
+	memset(block, 'x', sizeof block);
+	for (uint64_t done = 0; done < size; done += sizeof block)
+		CHECK(pwrite(fd, block, size - done < sizeof block ? size - done : sizeof block,
+		             (off_t)done) > 0);
+	void *scratch = malloc(RD_PIECE);
+	struct rd_prefetch_result res;
+	rd_prefetch(fd, 0, 4u << 20, scratch, NULL, &res);
+	CHECK(res.error == 0 && res.end == size);
+	CHECK(rd_is_resident(fd, 0, size) != 0);
+	rd_prefetch(fd, 4096, size, scratch, NULL, &res);  /* all cached: nothing to do */
+	CHECK(res.error == 0 && res.end == size && res.bytes_read == 0);
+	CHECK(ftruncate(fd, 8192) == 0);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	rd_prefetch(fd, 0, 1u << 20, scratch, NULL, &res);
+	CHECK(res.error == 0 && res.end == 8192);
+	free(scratch);
+	close(fd);
+}
+
 int main(void)
 {
 	test_sizes();
@@ -232,5 +265,6 @@ int main(void)
 	test_policy_specs();
 	test_json();
 	test_report_devices();
+	test_prefetch_to_file_end();
 	return check_done();
 }

@@ -4,6 +4,12 @@
  * buffer, so the kernel sees one large request instead of many small ones;
  * nothing is serialized across processes.
  *
+ * Unlike receptiond (receptiond/prefetch.c), it reads with pread, which
+ * marks the pages accessed: the program's read that follows is a second
+ * access and makes them "active".  That matters only under memory
+ * pressure; loading through a mapping instead would need a SIGBUS
+ * handler in the program, which a preload library must not install.
+ *
  * Positional reads only: the fd's offset stays the program's.  The scratch
  * buffer is per thread (no lock), mapped on first use and unmapped when
  * the thread exits.

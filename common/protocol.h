@@ -86,7 +86,18 @@ enum lc_status {
 	LC_ST_BUSY = 3,        /* queue full: go on without prefetch */
 	LC_ST_IOERROR = 4,     /* the daemon's read failed; the program's own
 	                          call will see (and report) the same error */
+	/* The daemon has nothing to add on this file's device (profiled as
+	 * not seeking, with parallel reads faster: no window beyond the ask
+	 * and no serialization would help).  The library reads on its own
+	 * and does not ask for this device again for LC_DIRECT_RECHECK_S.  A
+	 * status, not a struct change, so LC_PROTO_VERSION stays: an older
+	 * library takes it as "go on without prefetch". */
+	LC_ST_DIRECT = 5,
 };
+
+/* How long the library trusts an LC_ST_DIRECT before asking again, so a
+ * daemon restarted with another policy is heard within this long. */
+#define LC_DIRECT_RECHECK_S 10
 
 struct lc_header {
 	uint32_t magic;

@@ -238,6 +238,8 @@ enum shim_ensure shim_client_ensure(int fd, uint64_t off, uint64_t len, int call
 		*res_off = r.resident_offset;
 		*res_len = r.resident_length;
 		ret = SHIM_ENSURE_OK;
+	} else if (r.status == LC_ST_DIRECT) {
+		ret = SHIM_ENSURE_DIRECT;
 	} else if (r.status == LC_ST_BADVERSION) {
 		__atomic_store_n(&incompatible, 1, __ATOMIC_RELAXED);
 		shim_debug("daemon %s: speaks another protocol version; passing all calls through",

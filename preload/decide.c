@@ -64,8 +64,13 @@ static void miss(struct shim_op *op, int fd, const struct stat *st, uint64_t off
 		break;
 	}
 	case SHIM_MODE_SERIALIZE:
-	case SHIM_MODE_PREFETCH_SERIALIZE:
-		if (shim_client_ensure(fd, off, len, op->call, &roff, &rlen) != SHIM_ENSURE_OK)
+	case SHIM_MODE_PREFETCH_SERIALIZE: {
+		if (shim_dev_direct(op->dev, op->t0))
+			return;  /* the daemon has nothing to add on this device */
+		enum shim_ensure e = shim_client_ensure(fd, off, len, op->call, &roff, &rlen);
+		if (e == SHIM_ENSURE_DIRECT)
+			shim_dev_set_direct(op->dev, op->t0);
+		if (e != SHIM_ENSURE_OK)
 			rlen = 0;
 		if (shim_cfg.lookahead && rlen) {
 			/* a call as long as the window reaches its end at once */
@@ -73,6 +78,7 @@ static void miss(struct shim_op *op, int fd, const struct stat *st, uint64_t off
 			shim_ahead_reached(fd, off, len, op->call);
 		}
 		break;
+	}
 	default:
 		return;
 	}

@@ -71,6 +71,24 @@ int shim_dev_id(int slot, uint64_t *dev)
 	return 0;
 }
 
+/* Devices the daemon answered LC_ST_DIRECT for: misses there skip the
+ * round trip until this time (CLOCK_MONOTONIC ns; 0: ask).  Only real
+ * slots: "other" is many devices. */
+static uint64_t direct_until[LC_REPORT_DEVS];
+
+int shim_dev_direct(int slot, uint64_t now_ns)
+{
+	return slot >= 0 && slot < LC_REPORT_DEVS &&
+	       now_ns < __atomic_load_n(&direct_until[slot], __ATOMIC_RELAXED);
+}
+
+void shim_dev_set_direct(int slot, uint64_t now_ns)
+{
+	if (slot >= 0 && slot < LC_REPORT_DEVS)
+		__atomic_store_n(&direct_until[slot], now_ns + LC_DIRECT_RECHECK_S * 1000000000ull,
+				 __ATOMIC_RELAXED);
+}
+
 int shim_fd_lookup(int fd, uint64_t *token)
 {
 	uint64_t w = __atomic_load_n(&fd_cache[(unsigned)fd % FD_CACHE], __ATOMIC_ACQUIRE);

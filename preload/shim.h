@@ -113,7 +113,8 @@ int shim_hint_covers(uint64_t dev, uint64_t ino, uint64_t off, uint64_t len);
 void shim_hint_set(uint64_t dev, uint64_t ino, uint64_t off, uint64_t len);
 
 /* ---- client.c ---- */
-enum shim_ensure { SHIM_ENSURE_OK, SHIM_ENSURE_FAILED, SHIM_ENSURE_SKIPPED };
+/* DIRECT: the daemon has nothing to add on the file's device (LC_ST_DIRECT). */
+enum shim_ensure { SHIM_ENSURE_OK, SHIM_ENSURE_FAILED, SHIM_ENSURE_SKIPPED, SHIM_ENSURE_DIRECT };
 enum shim_ensure shim_client_ensure(int fd, uint64_t off, uint64_t len, int call,
 				    uint64_t *res_off, uint64_t *res_len);
 /* Send without waiting for an answer; 0 on success.  Never connects while
@@ -137,6 +138,10 @@ void shim_local_init(void);
 int shim_dev_slot(uint64_t dev);
 /* The device of a claimed slot; -1 if the slot is free or "other". */
 int shim_dev_id(int slot, uint64_t *dev);
+/* Whether the daemon said of this slot's device, less than
+ * LC_DIRECT_RECHECK_S ago, that it has nothing to add there; and saying so. */
+int shim_dev_direct(int slot, uint64_t now_ns);
+void shim_dev_set_direct(int slot, uint64_t now_ns);
 /* The cached device slot of fd, or -1; *token goes to shim_fd_learn(). */
 int shim_fd_lookup(int fd, uint64_t *token);
 /* Remember fd's slot, learnt by an fstat made after shim_fd_lookup()

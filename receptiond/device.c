@@ -210,9 +210,10 @@ static struct rd_device *create(dev_t fs_dev)
 		}
 		d->nworkers++;
 	}
-	rd_log("device %s (%u:%u): policy %s%s%s, %u worker%s", d->name, major(info.disk),
+	rd_log("device %s (%u:%u): policy %s%s%s, %u worker%s%s", d->name, major(info.disk),
 	       minor(info.disk), d->policy.ops->name, d->args[0] ? ":" : "", d->args, d->nworkers,
-	       d->nworkers == 1 ? "" : "s");
+	       d->nworkers == 1 ? "" : "s",
+	       d->policy.direct ? ", direct (ENSUREs answered at once, the library reads)" : "");
 	*devices_tail = d;
 	devices_tail = &d->next;
 	return d;

@@ -83,6 +83,13 @@ struct rd_policy {
 	 * reads faster on this device raises it.
 	 */
 	unsigned concurrency;
+	/*
+	 * 1: the daemon has nothing to add on this device, so every ENSURE is
+	 * answered LC_ST_DIRECT at once and the library reads on its own.
+	 * Set by init (a profile of a device without seeks, where parallel
+	 * reads win); never changed later.
+	 */
+	int direct;
 	/* Call tick this often (0 = never). */
 	unsigned tick_ms;
 };

@@ -10,8 +10,15 @@
  * start), so short or random readers are not punished.  The profile also
  * says how many reads may run at once on the device.
  *
+ * A device the profile found without a switch cost worth a window (the
+ * competitive size falls below min=) and faster with parallel reads
+ * (flash, a fast virtual disk) gains nothing from the daemon: neither a
+ * window beyond the ask nor serialization.  Such a device is "direct":
+ * the daemon answers at once and the library reads on its own, so the
+ * program pays one cachestat per call and no round trip.
+ *
  *   --policy competitive[:switch=12ms,rate=120M,size=2M,first=64K,
- *                         slowstart=0|1,concurrency=N,profile=FILE,
+ *                         slowstart=0|1,concurrency=N,direct=0|1,profile=FILE,
  *                         scale=none|sqrt|linear,ref=,min=,max=,streams=]
  */
 #include "sizing.h"
@@ -42,6 +49,7 @@ static int competitive_config(struct rd_policy *p, struct competitive *c, char *
 	double sw = -1, rate = -1;
 	uint64_t size = 0;
 	unsigned concurrency = 0;
+	int direct = -1;   /* -1: decided by the figures */
 	int r;
 	while ((r = sz_args_next(&cur, key, sizeof key, val, sizeof val)) > 0) {
 		int taken = sz_base_arg(&c->b, key, val, err, errlen);
@@ -61,6 +69,8 @@ static int competitive_config(struct rd_policy *p, struct competitive *c, char *
 			;
 		else if (strcmp(key, "slowstart") == 0 && (!strcmp(val, "0") || !strcmp(val, "1")))
 			c->slow_start = val[0] == '1';
+		else if (strcmp(key, "direct") == 0 && (!strcmp(val, "0") || !strcmp(val, "1")))
+			direct = val[0] == '1';
 		else if (strcmp(key, "concurrency") == 0 && rd_parse_size(val, &v) == 0 && v >= 1 &&
 		         v <= 64)
 			concurrency = (unsigned)v;
@@ -69,7 +79,8 @@ static int competitive_config(struct rd_policy *p, struct competitive *c, char *
 		else {
 			snprintf(err, errlen,
 			         "%s: bad argument \"%s=%s\" (switch=, rate=, size=, first=, slowstart=, "
-			         "concurrency=, profile=, scale=, ref=, min=, max=, streams=)", c->b.who, key, val);
+			         "concurrency=, direct=, profile=, scale=, ref=, min=, max=, streams=)", c->b.who,
+			         key, val);
 			return -1;
 		}
 	}
@@ -113,6 +124,12 @@ static int competitive_config(struct rd_policy *p, struct competitive *c, char *
 		snprintf(c->source, sizeof c->source,
 		         "no profile for this device: the daemon's --prefetch (run libception profile)");
 	}
+	/* Direct: the measured switch is worth less than the smallest window
+	 * and parallel reads are faster, so the daemon would only add a round
+	 * trip (and, with one read at a time, a queue). */
+	if (direct < 0)
+		direct = !size && c->rate > 0 && c->size < c->b.min_size && p->concurrency > 1;
+	p->direct = direct;
 	if (c->size > c->b.max_size)
 		c->b.max_size = c->size < (1ull << 30) ? c->size : (1ull << 30);
 	/* Not below min: on a device without a mechanical switch cost the
@@ -144,10 +161,11 @@ static int competitive_init(struct rd_policy *p, char *err, size_t errlen)
 	p->priv = c;
 	p->tick_ms = 1000;
 	char s[32], f[32];
-	rd_log("%s: size %s = %s; slow start %s from %s; %u read%s at once; scale %s", c->b.who,
+	rd_log("%s: size %s = %s; slow start %s from %s; %u read%s at once; scale %s%s", c->b.who,
 	       sz_fmt_size(c->size, s, sizeof s), c->source, c->slow_start ? "on" : "off",
 	       sz_fmt_size(c->first, f, sizeof f), p->concurrency, p->concurrency == 1 ? "" : "s",
-	       sz_scale_name(c->b.scale));
+	       sz_scale_name(c->b.scale),
+	       p->direct ? "; direct: nothing to add here, the library reads on its own" : "");
 	return 0;
 }
 

@@ -101,6 +101,7 @@ static void device_json(struct rd_json *j, struct rd_device *d, uint64_t now)
 	rd_json_str(j, "name", d->policy.ops->name);
 	rd_json_str(j, "args", d->args);
 	rd_json_u64(j, "concurrency", d->policy.concurrency);
+	rd_json_bool(j, "direct", d->policy.direct);
 	if (d->policy.ops->describe)
 		d->policy.ops->describe(&d->policy, j);
 	rd_json_obj_end(j);
@@ -109,6 +110,7 @@ static void device_json(struct rd_json *j, struct rd_device *d, uint64_t now)
 	rd_json_u64(j, "misses", s->misses);
 	rd_json_u64(j, "merged", s->merged);
 	rd_json_u64(j, "busy_rejected", s->busy);
+	rd_json_u64(j, "direct_answers", s->direct);
 	rd_json_u64(j, "lookahead", s->lookahead);
 	rd_json_u64(j, "lookahead_dropped", s->lookahead_dropped);
 	rd_json_u64(j, "errors", s->errors);

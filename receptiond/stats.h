@@ -20,6 +20,7 @@ struct rd_dev_stats {
 	uint64_t misses;        /* queued (or joined) */
 	uint64_t merged;        /* joined a queued or in-flight request */
 	uint64_t busy;          /* refused with LC_ST_BUSY */
+	uint64_t direct;        /* answered LC_ST_DIRECT (policy.direct) */
 	uint64_t lookahead;     /* of the requests, look-aheads (LC_F_LOOKAHEAD) */
 	uint64_t lookahead_dropped; /* look-aheads refused to keep room for misses */
 	uint64_t errors;        /* reads that failed */

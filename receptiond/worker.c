@@ -68,6 +68,19 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	int no_prefetch = (m->flags & LC_F_NO_PREFETCH) != 0;
 	int silent = (m->flags & LC_F_LOOKAHEAD) != 0;
 
+	/* Nothing to add on this device: no residency check, no queue.
+	 * (policy.direct is set before the device is published.) */
+	if (d->policy.direct) {
+		pthread_mutex_lock(&d->lock);
+		d->st.requests++;
+		d->st.direct++;
+		pthread_mutex_unlock(&d->lock);
+		if (!silent)
+			reply(c, m->h.id, LC_ST_DIRECT, 0, 0, 0, 0);
+		close(fd);
+		return;
+	}
+
 	/* A hit: nothing to read, say how far the cached run goes.  The
 	 * common hit lies in a window prefetched earlier, so one cachestat
 	 * of the whole window usually settles both questions. */

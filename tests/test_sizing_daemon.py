@@ -87,6 +87,51 @@ def test_competitive_takes_the_stored_profile(make_daemon, sd_mount, profile_dir
     assert dev["policy"]["windows_slow_start"] == 0
 
 
+SCATTERED_READER = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+for off in range(0, size, 256 * 1024):   # far apart: every pread misses
+    sys.stdout.buffer.write(os.pread(fd, 4096, off))
+"""
+
+
+@pytest.mark.parametrize("direct", ["", ",direct=0"])
+def test_a_device_without_seeks_is_left_to_the_library(make_daemon, sd_mount, profile_dir,
+                                                       direct):
+    """A competitive size below min= (0.05 ms x 1000 MB/s = 50 KB) with
+    parallel reads faster: the daemon has nothing to add, answers the
+    first ENSURE with LC_ST_DIRECT, and the library stops asking for that
+    device (LC_DIRECT_RECHECK_S); direct=0 keeps the daemon in the path,
+    where the same reads each come as a miss."""
+    from fixtures_daemon import drop_cache
+    d = make_daemon(["--policy", "competitive:switch=0.05ms,rate=1000M,concurrency=4" + direct])
+    name = videos(sd_mount, 1)[0]
+    path = os.path.join(sd_mount.path, name)
+    drop_cache(path)
+    r = subprocess.run([sys.executable, "-c", SCATTERED_READER, path], capture_output=True,
+                       env=d.env(), timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    offsets = range(0, os.path.getsize(path), 256 * 1024)
+    with open(path, "rb") as f:
+        assert r.stdout == b"".join(os.pread(f.fileno(), 4096, off) for off in offsets)
+    reads = len(offsets)
+    assert reads > 20
+    dev = d.device()
+    log = d.log_text()
+    if not direct:
+        assert dev["policy"]["direct"] is True
+        assert "direct: nothing to add here, the library reads on its own" in log, log
+        # One ENSURE per LC_DIRECT_RECHECK_S, not one per miss.
+        assert 1 <= dev["requests"] == dev["direct_answers"] <= 2, dev
+        assert dev["bytes_read"] == 0 and dev["reads"] == 0
+    else:
+        assert dev["policy"]["direct"] is False
+        assert dev["direct_answers"] == 0
+        assert dev["requests"] >= reads // 2, dev
+        assert dev["reads"] > 0 and dev["bytes_read"] > 0
+
+
 def test_adaptive_logs_each_change_with_its_reason(make_daemon, sd_mount, profile_dir):
     # Short intervals and no light-load hold, so it decides within seconds.
     d = make_daemon(["--policy", "adaptive:interval=1s,ramp=200ms,busy=0%,start=1M"])

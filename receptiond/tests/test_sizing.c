@@ -473,9 +473,30 @@ static void test_competitive(void)
 	p.ops->destroy(&p);
 	unlink(path);
 
+	/* Direct: a switch worth less than min= and parallel reads faster;
+	 * not with one read at a time, an explicit size=, or direct=0. */
+	struct { const char *args; int direct; } dc[] = {
+		{ "switch=0.05ms,rate=1000M,concurrency=4", 1 },
+		{ "switch=0.05ms,rate=1000M,concurrency=1", 0 },
+		{ "switch=0.05ms,rate=1000M,concurrency=4,direct=0", 0 },
+		{ "size=64K,concurrency=4", 0 },
+		{ "switch=12ms,rate=125M,concurrency=4", 0 },
+		{ "switch=12ms,rate=125M,direct=1", 1 },
+	};
+	for (unsigned i = 0; i < sizeof dc / sizeof dc[0]; i++) {
+		d = dev_info(dc[i].args);
+		p = (struct rd_policy){ .ops = &rd_policy_competitive, .dev = &d, .concurrency = 1 };
+		CHECK(p.ops->init(&p, err, sizeof err) == 0);
+		CHECK(p.direct == dc[i].direct);
+		CHECK(!strstr(sz_test_last_log, "direct: nothing to add") == !dc[i].direct);
+		p.ops->destroy(&p);
+	}
+
 	d = dev_info("switch=fast");
 	p = (struct rd_policy){ .ops = &rd_policy_competitive, .dev = &d, .concurrency = 1 };
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "switch=fast"));
+	d = dev_info("direct=2");
+	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "direct=2"));
 	d = dev_info("profile=/nonexistent/x.json");
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "/nonexistent/x.json"));
 }

@@ -86,7 +86,8 @@ def render(st):
     for d in st["devices"]:
         pol = d["policy"]
         size = pol.get("size")
-        pname = pol["name"] + (f" {human_bytes(size)}" if isinstance(size, int) else "")
+        pname = pol["name"] + (" direct" if pol.get("direct") else
+                               f" {human_bytes(size)}" if isinstance(size, int) else "")
         out.append(
             f"{d['name']:<14} {pname:<12} {d['requests']:>9} {d['hits']:>8} "
             f"{d.get('library_hits', 0):>9} {human_bytes(d.get('library_hit_bytes', 0)):>13} "

@@ -5,12 +5,17 @@ directory on the file system holding the output directory; the memory
 limit is the library's size / 32 as elsewhere, so most requests still go
 to the (fast, non-emulated) device.  Target: libception >= 0.97x vanilla.
 
-Three rows: vanilla; libception with its defaults (fixed 2 MiB, one read
-at a time); libception with the device's profile (issue 6): the real
-disk under the library is profiled once (receptiond-profile, O_DIRECT
-reads, so the data is cold whatever the page cache holds) and the daemon
-runs `competitive:profile=PATH`, i.e. the profile's size (never below
-the policy's 128 KiB floor) and its number of reads at once.
+Rows: vanilla; libception with its defaults (fixed 2 MiB, one read at a
+time); libception with the device's profile (issue 6): the real disk
+under the library is profiled once (receptiond-profile, O_DIRECT reads,
+so the data is cold whatever the page cache holds) and the daemon runs
+`competitive:profile=PATH`.  Where the profile finds no seeks worth a
+window and parallel reads faster, as on this VM's disk, that device is
+direct: the daemon answers at once and the library reads on its own
+(docs/prefetch-sizing.md).  The last row keeps the daemon in the path
+with the same profile (`direct=0`: the profile's size, never below the
+policy's 128 KiB floor, and its number of reads at once), to show what
+leaving it out is worth.
 """
 import os
 
@@ -29,11 +34,13 @@ def settings(quick):
             # Opt-in (--set serial_row=true): the profile's size with one read
             # at a time, to tell the concurrency's part from the size's.
             "serial_row": False,
+            # With a direct profile: the same profile with the daemon in the path.
+            "daemon_row": True,
             "search": common.search_settings(quick, start=4 if quick else 12)}
 
 
 def steps(s):
-    return 22   # a profile and three searches of about 7 probes
+    return 29   # a profile and four searches of about 7 probes
 
 
 def measure_profile(rig, s, root):
@@ -70,6 +77,19 @@ def _policy_at_answer(outcome):
 
 def _size(nbytes):
     return f"{nbytes / MIB:.2f}M" if nbytes >= MIB else f"{nbytes / 1024:.0f}K"
+
+
+def _daemon_row(outcome, pol, prof, v):
+    """A profile row with the daemon in the path: its size and reads at once."""
+    size, n = pol.get("size"), pol.get("concurrency", prof["concurrency"])
+    return common.row(f"nginx libception, device profile through the daemon (competitive "
+                      f"{_size(size) if size else '?'}, {n} read{'s' if n != 1 else ''} at once)",
+                      outcome, v)
+
+
+def _daemon_short(pol, prof):
+    size, n = pol.get("size"), pol.get("concurrency", prof["concurrency"])
+    return f"libception, profile\n{_size(size) if size else '?'}, {n} at once"
 
 
 def run(rig, s):
@@ -111,17 +131,28 @@ def run(rig, s):
     policy = f"competitive:profile={prof_path}"
     figures = {"profile_switch_s": prof["switch_s"], "profile_rate": prof["rate"],
                "profile_concurrency": prof["concurrency"]}
-    size = None
+    size, direct = None, False
     if rig.wants("libception-profile"):
         pr = rig.max_rate({**base, "mode": "libception", "policy": policy}, "libception-profile",
                           search, {"config": "libception-profile", **figures})
         pol = _policy_at_answer(pr)
+        direct = bool(pol.get("direct"))
+        if direct:
+            rows.append(common.row("nginx libception, device profile (direct: the library "
+                                   "reads on its own)", pr, v))
+            short.append("libception, profile\ndirect")
+        else:
+            size = pol.get("size")
+            rows.append(_daemon_row(pr, pol, prof, v))
+            short.append(_daemon_short(pol, prof))
+    if direct and s.get("daemon_row") and rig.wants("libception-profile-daemon"):
+        pd = rig.max_rate({**base, "mode": "libception", "policy": policy + ",direct=0"},
+                          "libception-profile-daemon", search,
+                          {"config": "libception-profile-daemon", **figures})
+        pol = _policy_at_answer(pd)
         size = pol.get("size")
-        n = pol.get("concurrency", prof["concurrency"])
-        rows.append(common.row(f"nginx libception, device profile (competitive "
-                               f"{_size(size) if size else '?'}, {n} read{'s' if n != 1 else ''} "
-                               f"at once)", pr, v))
-        short.append(f"libception, profile\n{_size(size) if size else '?'}, {n} at once")
+        rows.append(_daemon_row(pd, pol, prof, v))
+        short.append(_daemon_short(pol, prof))
     if s.get("serial_row") and prof["concurrency"] > 1 and rig.wants("libception-profile-serial"):
         ps = rig.max_rate({**base, "mode": "libception", "policy": policy + ",concurrency=1"},
                           "libception-profile-serial", search,

@@ -22,7 +22,10 @@ def test_results_roundtrip_and_resume(tmp_path):
     assert data["schema"] == "libception-bench" and data["version"] == 1
     assert data["scenario"] == "demo" and data["seeds"] == [1, 2]
     assert "kernel" in data["machine"] and data["date"]
-    assert data["runs"] == [{"point": {"server": "nginx", "mode": "vanilla"}, "rate": 3.5}]
+    (run,) = data["runs"]
+    # each run says which commit measured it, and when (a resumed file mixes commits)
+    assert run.pop("git_commit") == data["git_commit"] and run.pop("measured_at")
+    assert run == {"point": {"server": "nginx", "mode": "vanilla"}, "rate": 3.5}
     again = results.Results(str(path), "demo", settings={"a": 1}, resume=True)
     assert again.has({"mode": "vanilla", "server": "nginx"})
     assert not again.has({"mode": "libception", "server": "nginx"})

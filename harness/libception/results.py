@@ -62,6 +62,7 @@ def point_key(point):
 class Results:
     def __init__(self, path, scenario, settings=None, seeds=None, resume=False):
         self.path = path
+        self.commit = git_commit()
         if resume and os.path.exists(path):
             self.data = load(path)
             if self.data.get("scenario") != scenario:
@@ -75,7 +76,7 @@ class Results:
                          "machine": machine(),
                          "date": datetime.datetime.now(datetime.timezone.utc)
                          .isoformat(timespec="seconds"),
-                         "git_commit": git_commit(), "settings": settings or {},
+                         "git_commit": self.commit, "settings": settings or {},
                          "seeds": list(seeds or []), "runs": []}
 
     @property
@@ -94,10 +95,15 @@ class Results:
         return None
 
     def add(self, point, **values):
-        """Record one run and write the file at once."""
+        """Record one run and write the file at once.  Each run carries
+        the commit and time it was measured at: a resumed file holds runs
+        of several commits, and the file's own git_commit is its first."""
         key = point_key(point)
         self.data["runs"] = [r for r in self.runs if point_key(r["point"]) != key]
-        self.runs.append({"point": point, **values})
+        stamp = {"git_commit": self.commit,
+                 "measured_at": datetime.datetime.now(datetime.timezone.utc)
+                 .isoformat(timespec="seconds")}
+        self.runs.append({"point": point, **values, **stamp})
         self.save()
 
     def save(self):

@@ -32,6 +32,8 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "sizing.h"   /* SZ_MECHANICAL_SWITCH_S */
+
 #define PROG "receptiond-profile"
 #define ALIGN 4096u
 #define MAX_FILES 200000
@@ -608,7 +610,7 @@ int main(int argc, char **argv)
 				concurrency = par_threads[i];
 				break;
 			}
-	} else if (sw < 0.001) {
+	} else if (sw < SZ_MECHANICAL_SWITCH_S) {
 		why = "no mechanical switch cost: serializing cannot gain";
 		for (unsigned i = 0; i < npar; i++)
 			if (par_rate[i] >= 0.95 * best)

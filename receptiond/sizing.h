@@ -19,6 +19,10 @@
 
 #define SZ_PAGE 4096u
 #define SZ_MIB (1024.0 * 1024.0)
+/* A switch between distant positions cheaper than this is no mechanical
+ * seek (flash, a host-cached virtual disk: 0.05-0.07 ms here; a hard disk
+ * or hddsim: 8-15 ms).  receptiond-profile and the policies share it. */
+#define SZ_MECHANICAL_SWITCH_S 0.001
 
 /* ---- arguments: "key=value,key=value" (sizing_args.c) ---- */
 

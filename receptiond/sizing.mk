@@ -13,6 +13,8 @@ SIZING_HDRS = sizing.h
 receptiond-profile: profile.c
 	$(CC) $(LC_CFLAGS) -o $@ profile.c -lpthread -lm
 
+receptiond-profile: sizing.h
+
 # Unit tests of the policies on synthetic inputs (no daemon, no real time);
 # tests/sizing_stubs.c stands in for the daemon's log and json.
 tests/test_sizing: tests/test_sizing.c tests/sizing_stubs.c $(SIZING_SRCS) $(SIZING_HDRS) policy.h util.c json.c

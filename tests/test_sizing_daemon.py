@@ -99,8 +99,8 @@ for off in range(0, size, 256 * 1024):   # far apart: every pread misses
 @pytest.mark.parametrize("direct", ["", ",direct=0"])
 def test_a_device_without_seeks_is_left_to_the_library(make_daemon, sd_mount, profile_dir,
                                                        direct):
-    """A competitive size below min= (0.05 ms x 1000 MB/s = 50 KB) with
-    parallel reads faster: the daemon has nothing to add, answers the
+    """No mechanical switch (0.05 ms) and parallel reads faster: the
+    daemon has nothing to add, answers the
     first ENSURE with LC_ST_DIRECT, and the library stops asking for that
     device (LC_DIRECT_RECHECK_S); direct=0 keeps the daemon in the path,
     where the same reads each come as a miss."""

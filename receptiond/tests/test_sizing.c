@@ -473,10 +473,12 @@ static void test_competitive(void)
 	p.ops->destroy(&p);
 	unlink(path);
 
-	/* Direct: a switch worth less than min= and parallel reads faster;
-	 * not with one read at a time, an explicit size=, or direct=0. */
+	/* Direct: no mechanical switch (under 1 ms) and parallel reads
+	 * faster, whatever switch x rate comes to; not with one read at a
+	 * time, an explicit size=, or direct=0. */
 	struct { const char *args; int direct; } dc[] = {
 		{ "switch=0.05ms,rate=1000M,concurrency=4", 1 },
+		{ "switch=0.066ms,rate=2861M,concurrency=4", 1 },   /* 189 KB > min */
 		{ "switch=0.05ms,rate=1000M,concurrency=1", 0 },
 		{ "switch=0.05ms,rate=1000M,concurrency=4,direct=0", 0 },
 		{ "size=64K,concurrency=4", 0 },

@@ -9,9 +9,9 @@ Rows: vanilla; libception with its defaults (fixed 2 MiB, one read at a
 time); libception with the device's profile (issue 6): the real disk
 under the library is profiled once (receptiond-profile, O_DIRECT reads,
 so the data is cold whatever the page cache holds) and the daemon runs
-`competitive:profile=PATH`.  Where the profile finds no seeks worth a
-window and parallel reads faster, as on this VM's disk, that device is
-direct: the daemon answers at once and the library reads on its own
+`competitive:profile=PATH`.  Where the profile finds no mechanical
+switch cost and parallel reads faster, as on this VM's disk, that device
+is direct: the daemon answers at once and the library reads on its own
 (docs/prefetch-sizing.md).  The last row keeps the daemon in the path
 with the same profile (`direct=0`: the profile's size, never below the
 policy's 128 KiB floor, and its number of reads at once), to show what

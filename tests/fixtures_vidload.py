@@ -36,8 +36,9 @@ def materialize(library, root):
 
 @pytest.fixture(scope="session")
 def vidload_lib(tmp_path_factory):
-    """Twelve whole-file SD videos of 60..170 s (whole segments) and two
-    chunked ones (0.5 MiB chunk files), materialized under .root."""
+    """Twelve whole-file SD videos of 60..170 s (whole segments), two
+    chunked ones in 0.5 MiB chunk files (a segment each) and two in 1 MiB
+    chunk files (two segments each), materialized under .root."""
     d = pathlib.Path(served_dir("lib"))
     videos = [(f"sd/v{i:05d}.mp4", (6 + i) * SEGMENT, SD, 0) for i in range(12)]
     chunked = [(f"ch/c{i:05d}.mp4", 9 * SEGMENT + 4096, SD, SEGMENT) for i in range(2)]
@@ -45,9 +46,14 @@ def vidload_lib(tmp_path_factory):
     write_library(lib, videos + chunked)
     only_chunked = d / "chunked.lcvl"
     write_library(only_chunked, chunked)
+    chunked2 = [(f"ch2/c{i:05d}.mp4", 9 * SEGMENT + 4096, SD, 2 * SEGMENT) for i in range(2)]
+    only_chunked2 = d / "chunked2.lcvl"
+    write_library(only_chunked2, chunked2)
     root = d / "www"
     materialize(lib, root)
-    yield types.SimpleNamespace(library=lib, chunked=only_chunked, root=root, dir=d)
+    materialize(only_chunked2, root)
+    yield types.SimpleNamespace(library=lib, chunked=only_chunked, chunked2=only_chunked2,
+                                root=root, dir=d)
     shutil.rmtree(d, ignore_errors=True)
 
 

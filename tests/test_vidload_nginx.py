@@ -71,6 +71,26 @@ def test_chunked_layout_fetches_chunk_files(vidload_lib, vidload_nginx):
     assert sum(int(size) == SEGMENT for *_, size, _, _ in lines) >= r["segments"] - 2
 
 
+def test_chunks_of_several_segments_are_asked_by_range(vidload_lib, vidload_nginx):
+    # As in the chunking paper: 0.5 MiB segments whatever the chunk size,
+    # so a 1 MiB chunk file is asked for in two ranges (every byte checked).
+    srv = vidload_nginx(vidload_lib.root)
+    r = vidload.run(srv.url, vidload_lib.chunked2, rate=3, duration=6, seed=2, progress=0)["result"]
+    assert r["started"] > 0 and r["failed"] == 0, r["first_error"]
+    lines = log_lines(srv.log)
+    assert lines
+    ranges = set()
+    for *_, status, size, uri, rng in lines:
+        m = re.fullmatch(r"/ch2/c0000[01]\.mp4/00000(\d)", uri)
+        assert m and int(m.group(1)) <= 4, uri
+        assert status == "206" and int(size) <= SEGMENT, (status, size, uri, rng)
+        ranges.add(rng)
+    # The last chunk file holds SEGMENT + 4096 bytes: its second range is short.
+    assert ranges <= {f"bytes=0-{SEGMENT - 1}", f"bytes={SEGMENT}-{2 * SEGMENT - 1}",
+                      f"bytes={SEGMENT}-{SEGMENT + 4095}"}, ranges
+    assert {f"bytes=0-{SEGMENT - 1}", f"bytes={SEGMENT}-{2 * SEGMENT - 1}"} <= ranges
+
+
 def test_slow_server_fails_sessions_on_the_deadline(vidload_lib, vidload_nginx):
     # 20 KB/s per connection: a 0.5 MiB segment needs ~26 s, far beyond 10 s.
     srv = vidload_nginx(vidload_lib.root, server_extra="limit_rate 20k;")

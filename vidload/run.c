@@ -53,7 +53,6 @@ struct sess {
 	int64_t start;                /* planned start, ns */
 	int64_t prev_done;            /* client time segment next_recv-1 arrived */
 	int64_t burst_done;           /* ... and the burst's last one, 0 = not yet */
-	uint64_t seg_bytes;
 	unsigned nseg, next_send, next_recv;
 	unsigned conn_gen;            /* bumped by every connect */
 	/* link */
@@ -120,15 +119,9 @@ static int64_t sched_ns(struct run *r, struct sess *s, unsigned k)
 	return s->start + (int64_t)llround(workload_send_time(p, k) * NS) + shift;
 }
 
-static uint64_t seg_offset(struct sess *s, unsigned k)
+static void seg(const struct run *r, const struct sess *s, unsigned k, struct segment *out)
 {
-	return (uint64_t)k * s->seg_bytes;
-}
-
-static uint64_t seg_len(struct sess *s, unsigned k)
-{
-	uint64_t off = seg_offset(s, k);
-	return s->v->bytes - off < s->seg_bytes ? s->v->bytes - off : s->seg_bytes;
+	workload_segment(&r->cfg->wl, s->v, k, out);
 }
 
 static void sess_close_fd(struct sess *s)
@@ -176,16 +169,20 @@ static int queue_request(struct run *r, struct sess *s, unsigned k)
 {
 	const struct vl_config *c = r->cfg;
 	size_t room = OUT_MAX - s->out_len;
-	int n;
-	if (s->v->chunk)
-		n = snprintf(s->out + s->out_len, room,
-			     "GET %s/" LIB_CHUNK_FMT " HTTP/1.1\r\nHost: %s\r\n\r\n",
-			     c->prefix, s->v->name, (unsigned long long)k, c->host);
-	else
-		n = snprintf(s->out + s->out_len, room,
-			     "GET %s/%s HTTP/1.1\r\nHost: %s\r\nRange: bytes=%llu-%llu\r\n\r\n",
-			     c->prefix, s->v->name, c->host, (unsigned long long)seg_offset(s, k),
-			     (unsigned long long)(seg_offset(s, k) + seg_len(s, k) - 1));
+	struct segment g;
+	seg(r, s, k, &g);
+	/* A whole chunk file is asked for without a Range; a video's one file
+	 * always with one. */
+	char range[64] = "";
+	if (g.chunk < 0 || !g.whole_file)
+		snprintf(range, sizeof range, "Range: bytes=%llu-%llu\r\n",
+			 (unsigned long long)g.file_off, (unsigned long long)(g.file_off + g.len - 1));
+	char *out = s->out + s->out_len;
+	int n = g.chunk >= 0
+		? snprintf(out, room, "GET %s/" LIB_CHUNK_FMT " HTTP/1.1\r\nHost: %s\r\n%s\r\n",
+			   c->prefix, s->v->name, (unsigned long long)g.chunk, c->host, range)
+		: snprintf(out, room, "GET %s/%s HTTP/1.1\r\nHost: %s\r\n%s\r\n",
+			   c->prefix, s->v->name, c->host, range);
 	if (n < 0 || (size_t)n >= room)
 		return -1;
 	s->out_len += (unsigned)n;
@@ -324,7 +321,9 @@ static int segment_done(struct run *r, struct sess *s, int64_t now)
 static int check_head(struct run *r, struct sess *s, const struct http_head *h)
 {
 	unsigned k = s->next_recv;
-	uint64_t off = seg_offset(s, k), len = seg_len(s, k);
+	struct segment g;
+	seg(r, s, k, &g);
+	uint64_t off = g.file_off, len = g.len;
 	const char *why = NULL;
 
 	if (h->chunked)
@@ -333,10 +332,9 @@ static int check_head(struct run *r, struct sess *s, const struct http_head *h)
 		why = "no Content-Length";
 	else if ((uint64_t)h->length != len)
 		why = "wrong Content-Length";
-	else if (s->v->chunk ? h->status != 200
-		 : !(h->status == 206 && (uint64_t)h->range_first == off &&
-		     (uint64_t)h->range_last == off + len - 1) &&
-		   !(h->status == 200 && off == 0 && len == s->v->bytes))
+	else if (!(h->status == 206 && (uint64_t)h->range_first == off &&
+		   (uint64_t)h->range_last == off + len - 1) &&
+		 !(h->status == 200 && g.whole_file))
 		why = "wrong status or Content-Range";
 	if (why) {
 		sess_fail(r, s, VL_ERR_HTTP, "%s segment %u: status %d, %s", s->v->name, k, h->status, why);
@@ -344,7 +342,7 @@ static int check_head(struct run *r, struct sess *s, const struct http_head *h)
 	}
 	s->in_body = 1;
 	s->body_left = len;
-	s->body_off = off;
+	s->body_off = g.off;   /* the content check goes by video offset */
 	s->close_after = h->close;
 	return 0;
 }
@@ -538,7 +536,6 @@ static void start_session(struct run *r, int64_t planned, int64_t now)
 	s->fd = -1;
 	s->start = planned;
 	s->v = workload_video(&r->wl);
-	s->seg_bytes = workload_segment_bytes(&c->wl, s->v);
 	s->nseg = workload_segments_viewed(&c->wl, s->v,
 					   workload_view(&r->wl, workload_video_seconds(s->v)));
 	double bps = c->links[res->started % c->nlinks];

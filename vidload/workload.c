@@ -83,18 +83,56 @@ double workload_video_seconds(const struct lib_video *v)
 	return (double)v->bytes * 8.0 / (double)v->bitrate;
 }
 
-uint64_t workload_segment_bytes(const struct workload_params *p, const struct lib_video *v)
+/* segment_s of the video in bytes. */
+static uint64_t span_bytes(const struct workload_params *p, const struct lib_video *v)
 {
-	if (v->chunk)
-		return v->chunk;
 	uint64_t s = (uint64_t)llround((double)v->bitrate * p->segment_s / 8.0);
 	return s ? s : 1;
 }
 
+/* A chunked video: segments per chunk file, and their length. */
+static void per_chunk(const struct workload_params *p, const struct lib_video *v, uint64_t *m,
+		      uint64_t *len)
+{
+	uint64_t n = (uint64_t)llround((double)v->chunk / (double)span_bytes(p, v));
+	*m = n ? n : 1;
+	*len = (v->chunk + *m - 1) / *m;
+}
+
+void workload_segment(const struct workload_params *p, const struct lib_video *v, unsigned k,
+		      struct segment *out)
+{
+	if (!v->chunk) {
+		uint64_t s = span_bytes(p, v);
+		out->off = out->file_off = (uint64_t)k * s;
+		out->len = v->bytes - out->off < s ? v->bytes - out->off : s;
+		out->chunk = -1;
+		out->whole_file = out->off == 0 && out->len == v->bytes;
+		return;
+	}
+	uint64_t m, len;
+	per_chunk(p, v, &m, &len);
+	uint64_t c = k / m;
+	uint64_t base = c * v->chunk;
+	uint64_t in_file = v->bytes - base < v->chunk ? v->bytes - base : v->chunk;
+	out->chunk = (long long)c;
+	out->file_off = (k % m) * len;
+	out->len = in_file - out->file_off < len ? in_file - out->file_off : len;
+	out->off = base + out->file_off;
+	out->whole_file = out->file_off == 0 && out->len == in_file;
+}
+
 unsigned workload_segments_total(const struct workload_params *p, const struct lib_video *v)
 {
-	uint64_t s = workload_segment_bytes(p, v);
-	return (unsigned)((v->bytes + s - 1) / s);
+	if (!v->chunk) {
+		uint64_t s = span_bytes(p, v);
+		return (unsigned)((v->bytes + s - 1) / s);
+	}
+	uint64_t m, len;
+	per_chunk(p, v, &m, &len);
+	uint64_t chunks = (v->bytes + v->chunk - 1) / v->chunk;
+	uint64_t last = v->bytes - (chunks - 1) * v->chunk;
+	return (unsigned)((chunks - 1) * m + (last + len - 1) / len);
 }
 
 double workload_send_time(const struct workload_params *p, unsigned k)

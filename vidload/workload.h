@@ -42,8 +42,22 @@ const struct lib_video *workload_video(struct workload *w);
 /* Seconds the viewer watches a video of `video_s` seconds. */
 double workload_view(struct workload *w, double video_s);
 
-/* Segment size in bytes: the chunk file for chunked videos, else 10 s of video. */
-uint64_t workload_segment_bytes(const struct workload_params *p, const struct lib_video *v);
+/*
+ * Segment k of a video: 10 s of it (segment_s), asked for as a byte range
+ * of the video's file.  A chunked video's segments never cross a chunk
+ * file: each chunk holds the whole number of segments nearest to its size
+ * (a 2 MiB chunk, four 0.5 MiB segments, each a Range of the chunk file;
+ * a 0.5 MiB chunk, one segment, the whole file), as in the chunking paper,
+ * where clients ask for 0.5 MB segments whatever the chunk size.
+ */
+struct segment {
+	uint64_t off, len;      /* in the video (what the content check uses) */
+	long long chunk;        /* chunk file number; -1: the video's one file */
+	uint64_t file_off;      /* where it starts in the file asked for */
+	int whole_file;         /* it is that whole file: no Range */
+};
+void workload_segment(const struct workload_params *p, const struct lib_video *v, unsigned k,
+		      struct segment *out);
 unsigned workload_segments_total(const struct workload_params *p, const struct lib_video *v);
 /* Segments a viewer of `view_s` seconds requests. */
 unsigned workload_segments_viewed(const struct workload_params *p, const struct lib_video *v,

@@ -73,7 +73,10 @@ static void t_plan(void)
 	struct workload_params p = { .segment_s = 10, .burst = 3 };
 	/* 100 s of video at 419430 b/s: ten 0.5 MiB segments. */
 	struct lib_video v = { .name = "v", .bytes = 5242880, .bitrate = 419430 };
-	CHECK(workload_segment_bytes(&p, &v) == 524288);
+	struct segment g;
+	workload_segment(&p, &v, 3, &g);
+	CHECK(g.off == 3 * 524288 && g.len == 524288 && g.chunk == -1 && g.file_off == g.off &&
+	      !g.whole_file);
 	CHECK(workload_segments_total(&p, &v) == 10);
 	CHECK(workload_send_time(&p, 0) == 0 && workload_send_time(&p, 2) == 0);
 	CHECK(workload_send_time(&p, 3) == 10 && workload_send_time(&p, 5) == 30);
@@ -83,8 +86,26 @@ static void t_plan(void)
 	CHECK(workload_segments_viewed(&p, &v, 100) == 10);  /* whole video */
 	v.bytes += 1;
 	CHECK(workload_segments_total(&p, &v) == 11);        /* a short last segment */
-	v.chunk = 1048576;
-	CHECK(workload_segment_bytes(&p, &v) == 1048576);    /* chunked: one chunk file each */
+	workload_segment(&p, &v, 10, &g);
+	CHECK(g.off == 5242880 && g.len == 1);
+	/* Chunked: 0.5 MiB segments whatever the chunk size, never across a
+	 * chunk file; a segment that is a whole chunk file is asked without a
+	 * Range. */
+	v.chunk = 1048576;                                   /* two segments per chunk */
+	CHECK(workload_segments_total(&p, &v) == 11);        /* 5 chunks x 2, and 1 byte */
+	workload_segment(&p, &v, 3, &g);
+	CHECK(g.chunk == 1 && g.file_off == 524288 && g.len == 524288 && g.off == 3 * 524288 &&
+	      !g.whole_file);
+	workload_segment(&p, &v, 10, &g);
+	CHECK(g.chunk == 5 && g.file_off == 0 && g.len == 1 && g.whole_file);
+	v.chunk = 524288;                                    /* one segment, the whole file */
+	workload_segment(&p, &v, 4, &g);
+	CHECK(g.chunk == 4 && g.file_off == 0 && g.len == 524288 && g.whole_file);
+	CHECK(workload_segments_total(&p, &v) == 11);
+	v.chunk = 2097152;                                   /* four per chunk */
+	workload_segment(&p, &v, 9, &g);
+	CHECK(g.chunk == 2 && g.file_off == 524288 && g.off == 9 * 524288 && g.len == 524288);
+	CHECK(workload_segments_total(&p, &v) == 11);        /* 2 x 4, then 2 and the byte */
 }
 
 int main(void)

@@ -139,7 +139,8 @@ int shim_dev_slot(uint64_t dev);
 /* The device of a claimed slot; -1 if the slot is free or "other". */
 int shim_dev_id(int slot, uint64_t *dev);
 /* Whether the daemon said of this slot's device, less than
- * LC_DIRECT_RECHECK_S ago, that it has nothing to add there; and saying so. */
+ * LC_DIRECT_RECHECK_S ago, that it has nothing to add there
+ * (LC_ST_DIRECT); shim_dev_set_direct records that it just did. */
 int shim_dev_direct(int slot, uint64_t now_ns);
 void shim_dev_set_direct(int slot, uint64_t now_ns);
 /* The cached device slot of fd, or -1; *token goes to shim_fd_learn(). */

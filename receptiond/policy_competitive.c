@@ -13,9 +13,9 @@
  * A device the profile found without a mechanical switch cost (under
  * SZ_MECHANICAL_SWITCH_S) and faster with parallel reads (flash, a fast
  * virtual disk) gains nothing from the daemon: neither a window beyond
- * the ask nor serialization.  Such a device is "direct":
- * the daemon answers at once and the library reads on its own, so the
- * program pays one cachestat per call and no round trip.
+ * the ask nor serialization.  Such a device is "direct": the daemon
+ * answers at once and the library reads on its own, so the program pays
+ * one cachestat per call and no round trip.
  *
  *   --policy competitive[:switch=12ms,rate=120M,size=2M,first=64K,
  *                         slowstart=0|1,concurrency=N,direct=0|1,profile=FILE,

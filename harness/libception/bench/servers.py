@@ -13,11 +13,13 @@ KERNEL_READ_AHEAD_KB is reported.  The winners go to best.json in the
 output directory (copy it to harness/libception/bench/best.json to make
 the demo use them).
 
-Connection capacity is never what a row measures: nginx allows 16384
-connections per worker and lighttpd its max-fds, and Apache's worker MPM,
-which holds a thread per keep-alive connection (a session's whole life),
-gets 4096 threads.  With 1024 it would turn away sessions above 1024 at
-once; under libception Apache reached 931 at 15.5 sessions/s.
+Apache's worker MPM holds a thread per keep-alive connection (a session's
+whole life), so its 1024 threads also cap the sessions served at once;
+under libception Apache reached 931 at 15.5 sessions/s.  A 4096-thread
+candidate was tried (2026-11-25) and failed 56.6% of the sessions at the
+screening rate, against 4.3% for 1024 in the earlier screening, on a
+machine far busier than that screening's: not comparable, and not kept
+(docs/results.md, Apache).
 """
 import datetime
 import json
@@ -29,7 +31,7 @@ CANDIDATES = {
     "nginx": [{}, {"workers": 8}, {"aio": "threads"}, {"aio": "threads", "workers": 8},
               {"sendfile_max_chunk": 524288}, {"workers": 8, "sendfile_max_chunk": 524288}],
     "apache": [{}, {"max_request_workers": 256},
-               {"mpm": "worker", "max_request_workers": 4096},
+               {"mpm": "worker"},
                {"mpm": "prefork", "max_request_workers": 512, "start_servers": 64},
                {"mmap": False}],
     "lighttpd": [{}, {"max_worker": 2}, {"max_worker": 8}, {"network_backend": "writev"}],

@@ -1,12 +1,23 @@
 """Chunked vs unchunked (chunking paper, Fig. 5 and Table 1): the same videos unchunked, in 2 MiB and in 0.5 MiB chunks.
 
 hddsim places chunk files so that the same video data lies at the same
-place on the platter in every layout; vidload asks for whole chunk files
-instead of ranges.  nginx vanilla and under libception, per layout.
+place on the platter in every layout; vidload asks for the same 10 s
+segments in every layout, by Range within a chunk file when a chunk
+holds several.  nginx vanilla and under libception, per layout.
+
+Table 1 ("wc", parts "wc-LAYOUT"): one reader reads whole videos, chunk
+files in order, videos in a random order, from a fresh mount of each
+layout, as the paper's `wc` runs did: what the disk gives a single
+sequential reader per layout, with no server in the way.
 """
 import os
+import random
+import time
 
+from .. import hddsim
 from . import common
+
+READ_BLOCK = 1 << 20
 
 LAYOUTS = [("unchunked", 0), ("2 MiB chunks", 2097152), ("0.5 MiB chunks", 524288)]
 
@@ -17,18 +28,75 @@ def settings(quick):
             "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red", "server": "nginx",
             "tunables": tunables, "tunables_source": source, "prefetch": "2M",
             "modes": ["vanilla", "libception"],
+            # Table 1: videos per read run, and runs (seeds) per layout
+            "wc_videos": 5 if quick else 100, "wc_repeats": 1 if quick else 3,
             "search": common.search_settings(quick, start=2 if quick else 6)}
 
 
 def steps(s):
-    return 5 * len(LAYOUTS) * len(s["modes"])
+    return 5 * len(LAYOUTS) * len(s["modes"]) + len(LAYOUTS) * s["wc_repeats"]
+
+
+def _videos(lib):
+    """(name, bytes, chunk) of every video in a library file."""
+    out = []
+    with open(lib, encoding="ascii") as f:
+        for line in f:
+            parts = line.split()
+            if parts and parts[0] == "video":
+                out.append((parts[1], int(parts[2]), int(parts[4])))
+    return out
+
+
+def _files(mount, name, size, chunk):
+    if not chunk:
+        return [os.path.join(mount, name)]
+    return [os.path.join(mount, name, f"{k:06d}") for k in range(-(-size // chunk))]
+
+
+def read_rate(rig, s, lib, layout, chunk, seed):
+    """One Table 1 run: s["wc_videos"] videos chosen by `seed`, each read
+    whole (chunk files in order), from a fresh mount; MB/s."""
+    point = {"part": "wc", "chunk": chunk, "seed": seed}
+    done = rig.results.get(point)
+    if done is not None:
+        rig.progress.skip(f"wc {layout} seed {seed}")
+        return done
+    picked = random.Random(seed).sample(_videos(lib), s["wc_videos"])
+    m = hddsim.Mount(os.path.join(rig.work, f"wc-{chunk}"), s["drive"], lib)
+    handle = rig.cleanup.push(f"unmount {m.path}", m.unmount)
+    total = 0
+    try:
+        rig.progress.begin(f"wc {layout}: {len(picked)} videos, seed {seed}")
+        t0 = time.monotonic()
+        for name, size, vchunk in picked:
+            for path in _files(m.path, name, size, vchunk):
+                with open(path, "rb", buffering=0) as f:
+                    while True:
+                        b = f.read(READ_BLOCK)
+                        if not b:
+                            break
+                        total += len(b)
+        secs = time.monotonic() - t0
+        rig.progress.end()
+    finally:
+        rig.cleanup.run_now(handle)
+    rig.results.add(point, videos=len(picked), bytes=total, seconds=secs,
+                    mb_per_s=total / secs / 1e6)
+    rig.log(f"wc {layout} seed {seed}: {total / 1e6:.0f} MB in {secs:.1f} s, "
+            f"{total / secs / 1e6:.1f} MB/s")
+    return rig.results.get(point)
 
 
 def run(rig, s):
-    rows = []
+    rows, wc = [], []
     base_rate = None
     for name, chunk in LAYOUTS:
         lib = common.make_library(rig, **{**s["library"], "chunk": chunk})
+        if rig.wants(f"wc-{name}"):
+            rates = [read_rate(rig, s, lib, name, chunk, seed)["mb_per_s"]
+                     for seed in range(1, s["wc_repeats"] + 1)]
+            wc.append((name, rates))
         limit = common.memory_limit(lib, s["memory_ratio"])
         for mode in s["modes"]:
             label = f"{mode} {name}"
@@ -43,6 +111,10 @@ def run(rig, s):
             if base_rate is None:
                 base_rate = o.get("answer")
             rows.append(common.row(label, o, base_rate))
+    if wc:
+        rig.log_plain("libception bench: Table 1 (one reader, whole videos in random order): "
+                      + "; ".join(f"{n}: {sum(r) / len(r):.1f} MB/s "
+                                  f"({', '.join(f'{x:.1f}' for x in r)})" for n, r in wc))
     common.print_table(rows, rig.log_plain)
     common.plot_rates(os.path.join(rig.out, "chunking-rates.png"), rows,
                       "chunked vs unchunked layouts (chunking paper Fig. 5)")

@@ -58,12 +58,18 @@ def test_sessions_verify_bytes_and_keep_the_schedule(vidload_lib, vidload_nginx)
     assert all(t >= 0.095 for t in turnarounds), turnarounds
 
 
-def test_chunked_layout_fetches_chunk_files(vidload_lib, vidload_nginx):
+def run_logged(vidload_lib, vidload_nginx, library):
+    """A short failure-free run of `library`; its result and nginx's log lines."""
     srv = vidload_nginx(vidload_lib.root)
-    r = vidload.run(srv.url, vidload_lib.chunked, rate=3, duration=6, seed=2, progress=0)["result"]
+    r = vidload.run(srv.url, library, rate=3, duration=6, seed=2, progress=0)["result"]
     assert r["started"] > 0 and r["failed"] == 0, r["first_error"]
     lines = log_lines(srv.log)
     assert lines
+    return r, lines
+
+
+def test_chunked_layout_fetches_chunk_files(vidload_lib, vidload_nginx):
+    r, lines = run_logged(vidload_lib, vidload_nginx, vidload_lib.chunked)
     for *_, status, size, uri, rng in lines:
         # Whole chunk files, no ranges (a reply cut off by the end of the run is shorter).
         assert status == "200" and rng == "-" and int(size) <= SEGMENT
@@ -74,11 +80,7 @@ def test_chunked_layout_fetches_chunk_files(vidload_lib, vidload_nginx):
 def test_chunks_of_several_segments_are_asked_by_range(vidload_lib, vidload_nginx):
     # As in the chunking paper: 0.5 MiB segments whatever the chunk size,
     # so a 1 MiB chunk file is asked for in two ranges (every byte checked).
-    srv = vidload_nginx(vidload_lib.root)
-    r = vidload.run(srv.url, vidload_lib.chunked2, rate=3, duration=6, seed=2, progress=0)["result"]
-    assert r["started"] > 0 and r["failed"] == 0, r["first_error"]
-    lines = log_lines(srv.log)
-    assert lines
+    _, lines = run_logged(vidload_lib, vidload_nginx, vidload_lib.chunked2)
     ranges = set()
     for *_, status, size, uri, rng in lines:
         m = re.fullmatch(r"/ch2/c0000[01]\.mp4/00000(\d)", uri)

@@ -16,6 +16,7 @@ import time
 
 from .. import hddsim
 from . import common
+from .rig import library_videos
 
 READ_BLOCK = 1 << 20
 
@@ -37,17 +38,6 @@ def steps(s):
     return 5 * len(LAYOUTS) * len(s["modes"]) + len(LAYOUTS) * s["wc_repeats"]
 
 
-def _videos(lib):
-    """(name, bytes, chunk) of every video in a library file."""
-    out = []
-    with open(lib, encoding="ascii") as f:
-        for line in f:
-            parts = line.split()
-            if parts and parts[0] == "video":
-                out.append((parts[1], int(parts[2]), int(parts[4])))
-    return out
-
-
 def _files(mount, name, size, chunk):
     if not chunk:
         return [os.path.join(mount, name)]
@@ -62,7 +52,7 @@ def read_rate(rig, s, lib, layout, chunk, seed):
     if done is not None:
         rig.progress.skip(f"wc {layout} seed {seed}")
         return done
-    picked = random.Random(seed).sample(_videos(lib), s["wc_videos"])
+    picked = random.Random(seed).sample(library_videos(lib), s["wc_videos"])
     m = hddsim.Mount(os.path.join(rig.work, f"wc-{chunk}"), s["drive"], lib)
     handle = rig.cleanup.push(f"unmount {m.path}", m.unmount)
     total = 0

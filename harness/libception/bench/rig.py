@@ -28,14 +28,20 @@ MODES = {
 DAEMON_MODES = {"libception", "serialize", "track"}
 
 
-def library_bytes(path):
-    total = 0
+def library_videos(path):
+    """(name, bytes, chunk) of every video of a library file
+    (docs/library-format.md), in its order."""
+    out = []
     with open(path, encoding="ascii") as f:
         for line in f:
             parts = line.split()
             if parts and parts[0] == "video":
-                total += int(parts[2])
-    return total
+                out.append((parts[1], int(parts[2]), int(parts[4])))
+    return out
+
+
+def library_bytes(path):
+    return sum(size for _, size, _ in library_videos(path))
 
 
 class Rig:

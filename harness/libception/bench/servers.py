@@ -30,8 +30,7 @@ from . import common
 CANDIDATES = {
     "nginx": [{}, {"workers": 8}, {"aio": "threads"}, {"aio": "threads", "workers": 8},
               {"sendfile_max_chunk": 524288}, {"workers": 8, "sendfile_max_chunk": 524288}],
-    "apache": [{}, {"max_request_workers": 256},
-               {"mpm": "worker"},
+    "apache": [{}, {"max_request_workers": 256}, {"mpm": "worker"},
                {"mpm": "prefork", "max_request_workers": 512, "start_servers": 64},
                {"mmap": False}],
     "lighttpd": [{}, {"max_worker": 2}, {"max_worker": 8}, {"network_backend": "writev"}],

@@ -65,8 +65,6 @@ static void miss(struct shim_op *op, int fd, const struct stat *st, uint64_t off
 	}
 	case SHIM_MODE_SERIALIZE:
 	case SHIM_MODE_PREFETCH_SERIALIZE: {
-		if (shim_dev_direct(op->dev, op->t0))
-			return;  /* the daemon has nothing to add on this device */
 		enum shim_ensure e = shim_client_ensure(fd, off, len, op->call, &roff, &rlen);
 		if (e == SHIM_ENSURE_DIRECT)
 			shim_dev_set_direct(op->dev, op->t0);
@@ -201,7 +199,9 @@ void shim_before(struct shim_op *op, int call, int fd, int64_t off, uint64_t len
 		/* only the daemon can tell */
 		__attribute__((fallthrough));
 	case SHIM_RES_MISSING:
-		if (worth_prefetching(fd))
+		/* A device the daemon called direct is read as without the
+		 * library: not even fstatfs and fcntl are paid for it. */
+		if (!shim_dev_direct(op->dev, op->t0) && worth_prefetching(fd))
 			miss(op, fd, &st, (uint64_t)off, want);
 		break;
 	case SHIM_RES_UNSUPPORTED:

@@ -80,16 +80,13 @@ def _size(nbytes):
 
 
 def _daemon_row(outcome, pol, prof, v):
-    """A profile row with the daemon in the path: its size and reads at once."""
+    """A profile row with the daemon in the path, named by its size and
+    reads at once: (table row, plot label)."""
     size, n = pol.get("size"), pol.get("concurrency", prof["concurrency"])
-    return common.row(f"nginx libception, device profile through the daemon (competitive "
-                      f"{_size(size) if size else '?'}, {n} read{'s' if n != 1 else ''} at once)",
-                      outcome, v)
-
-
-def _daemon_short(pol, prof):
-    size, n = pol.get("size"), pol.get("concurrency", prof["concurrency"])
-    return f"libception, profile\n{_size(size) if size else '?'}, {n} at once"
+    what = _size(size) if size else "?"
+    return (common.row(f"nginx libception, device profile through the daemon (competitive "
+                       f"{what}, {n} read{'s' if n != 1 else ''} at once)", outcome, v),
+            f"libception, profile\n{what}, {n} at once")
 
 
 def run(rig, s):
@@ -143,16 +140,18 @@ def run(rig, s):
             short.append("libception, profile\ndirect")
         else:
             size = pol.get("size")
-            rows.append(_daemon_row(pr, pol, prof, v))
-            short.append(_daemon_short(pol, prof))
+            row, label = _daemon_row(pr, pol, prof, v)
+            rows.append(row)
+            short.append(label)
     if direct and s.get("daemon_row") and rig.wants("libception-profile-daemon"):
         pd = rig.max_rate({**base, "mode": "libception", "policy": policy + ",direct=0"},
                           "libception-profile-daemon", search,
                           {"config": "libception-profile-daemon", **figures})
         pol = _policy_at_answer(pd)
         size = pol.get("size")
-        rows.append(_daemon_row(pd, pol, prof, v))
-        short.append(_daemon_short(pol, prof))
+        row, label = _daemon_row(pd, pol, prof, v)
+        rows.append(row)
+        short.append(label)
     if s.get("serial_row") and prof["concurrency"] > 1 and rig.wants("libception-profile-serial"):
         ps = rig.max_rate({**base, "mode": "libception", "policy": policy + ",concurrency=1"},
                           "libception-profile-serial", search,

@@ -11,7 +11,6 @@ Prints one line per measurement and exits 1 if any check fails.
 """
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import threading
@@ -150,16 +149,9 @@ def chunking(args, directory, drive, rng):
             rng.shuffle(order)
         mnt = os.path.join(directory, f"mnt-chunk{chunk}")
         with hddsim.Mount(mnt, drive, lib) as m:
-            total, t0 = 0, time.monotonic()
-            for i in order:
-                name, size, _rate, c = videos[i]
-                if c:
-                    files = [os.path.join(m.path, name, f"{k:06d}") for k in range((size + c - 1) // c)]
-                else:
-                    files = [os.path.join(m.path, name)]
-                subprocess.run(["cat", *files], stdout=subprocess.DEVNULL, check=True)
-                total += size
-            rate = total / (time.monotonic() - t0) / 1e6
+            total, secs = hddsim.read_videos(
+                m.path, [(videos[i][0], videos[i][1], videos[i][3]) for i in order])
+            rate = total / secs / 1e6
             st = m.stats()
         label = {0: "unchunked", 2 * MiB: "2 MiB chunks", MiB // 2: "0.5 MiB chunks"}[chunk]
         log(f"{drive} chunking {label}: {rate:.1f} MB/s ({total / 1e6:.0f} MB, {st['reads']} drive reads, "

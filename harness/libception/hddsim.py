@@ -48,6 +48,25 @@ def binary():
     raise HddsimError("hddsim: executable not found (build it with make, or set HDDSIM)")
 
 
+def video_files(mount, name, size, chunk):
+    """The files holding a video under a mount, in order: its one file, or
+    its chunk files NAME/000000, NAME/000001, ... (docs/library-format.md)."""
+    if not chunk:
+        return [os.path.join(mount, name)]
+    return [os.path.join(mount, name, f"{k:06d}") for k in range(-(-size // chunk))]
+
+
+def read_videos(mount, videos):
+    """Read each (name, size, chunk) video whole, chunk files in order,
+    with `cat`, as the chunking paper's `wc` runs did; (bytes, seconds)."""
+    total, t0 = 0, time.monotonic()
+    for name, size, chunk in videos:
+        subprocess.run(["cat", *video_files(mount, name, size, chunk)],
+                       stdout=subprocess.DEVNULL, check=True)
+        total += size
+    return total, time.monotonic() - t0
+
+
 def is_mounted(path):
     path = os.path.realpath(path)
     with open("/proc/self/mountinfo", encoding="utf-8") as f:

@@ -7,18 +7,16 @@ holds several.  nginx vanilla and under libception, per layout.
 
 Table 1 ("wc", parts "wc-LAYOUT"): one reader reads whole videos, chunk
 files in order, videos in a random order, from a fresh mount of each
-layout, as the paper's `wc` runs did: what the disk gives a single
+layout with `cat` (hddsim.read_videos, which `libception calibrate
+--chunking` uses too), as the paper's `wc` runs did: what the disk gives a single
 sequential reader per layout, with no server in the way.
 """
 import os
 import random
-import time
 
 from .. import hddsim
 from . import common
 from .rig import library_videos
-
-READ_BLOCK = 1 << 20
 
 LAYOUTS = [("unchunked", 0), ("2 MiB chunks", 2097152), ("0.5 MiB chunks", 524288)]
 
@@ -38,12 +36,6 @@ def steps(s):
     return 5 * len(LAYOUTS) * len(s["modes"]) + len(LAYOUTS) * s["wc_repeats"]
 
 
-def _files(mount, name, size, chunk):
-    if not chunk:
-        return [os.path.join(mount, name)]
-    return [os.path.join(mount, name, f"{k:06d}") for k in range(-(-size // chunk))]
-
-
 def read_rate(rig, s, lib, layout, chunk, seed):
     """One Table 1 run: s["wc_videos"] videos chosen by `seed`, each read
     whole (chunk files in order), from a fresh mount; MB/s."""
@@ -55,19 +47,9 @@ def read_rate(rig, s, lib, layout, chunk, seed):
     picked = random.Random(seed).sample(library_videos(lib), s["wc_videos"])
     m = hddsim.Mount(os.path.join(rig.work, f"wc-{chunk}"), s["drive"], lib)
     handle = rig.cleanup.push(f"unmount {m.path}", m.unmount)
-    total = 0
     try:
         rig.progress.begin(f"wc {layout}: {len(picked)} videos, seed {seed}")
-        t0 = time.monotonic()
-        for name, size, vchunk in picked:
-            for path in _files(m.path, name, size, vchunk):
-                with open(path, "rb", buffering=0) as f:
-                    while True:
-                        b = f.read(READ_BLOCK)
-                        if not b:
-                            break
-                        total += len(b)
-        secs = time.monotonic() - t0
+        total, secs = hddsim.read_videos(m.path, picked)
         rig.progress.end()
     finally:
         rig.cleanup.run_now(handle)

@@ -67,7 +67,10 @@ def check(name, got, want, tol, unit, results):
     log(f"{name}: {got:.2f} {unit} (preset {want:.2f}, {dev * 100:+.1f}%) {'ok' if ok else 'FAIL'}")
 
 
-def sequential(m, pos, nbytes, warmup=16 * MiB):
+SEQ_WARMUP = 16 * MiB   # read before a sequential measurement starts
+
+
+def sequential(m, pos, nbytes, warmup=SEQ_WARMUP):
     """Steady-state MB/s the drive delivers to a sequential reader: bytes
     completed (stats file) between the reader passing `warmup` and its end,
     over the wall time between them, so neither the first seek nor the
@@ -211,6 +214,10 @@ def main(args):
         if d not in presets:
             print(f"calibrate: unknown drive \"{d}\" (one of: {', '.join(presets)})", file=sys.stderr)
             return 2
+    if args.seq_mib * MiB <= SEQ_WARMUP:
+        print(f"calibrate: --seq-mib {args.seq_mib}: must exceed the {SEQ_WARMUP // MiB} MiB read "
+              f"before timing starts", file=sys.stderr)
+        return 2
     results = []
     with tempfile.TemporaryDirectory(prefix="hddsim-cal-", dir=args.dir) as directory:
         os.chmod(directory, 0o755)

@@ -17,8 +17,21 @@
  * and scores are taken only once the ramp is over; the first interval
  * after start is a warm-up and is not scored.
  *
+ * compare=intervals is the paper's way: each size's score comes from the
+ * interval spent at it, so neighbours are compared across intervals and
+ * whatever the load did in between.  compare=side-by-side (the default) measures
+ * the neighbours at the same time instead: during every interval a share
+ * of the files (trial=, each way) get one step less and as many one step
+ * more, and each group's score counts only its own streams' reads and
+ * progress.  On the servers here the load moved the score of one size by
+ * +-30% from one 20 s interval to the next, more than the few percent that
+ * separate neighbouring sizes (docs/prefetch-sizing.md); measured side by
+ * side, both see the same load.  The files in the trial groups change every
+ * interval, so no group keeps a disk zone or a popular video to itself.
+ *
  *   --policy adaptive[:interval=180s,step=512K,deflate=5%,busy=60%,evict=5%,
- *                      ramp=60s,start=SIZE,scale=none|sqrt|linear,ref=,min=,max=,
+ *                      ramp=60s,start=SIZE,compare=side-by-side|intervals,trial=12.5%,
+ *                      scale=none|sqrt|linear,ref=,min=,max=,
  *                      streams=, and competitive's switch=,rate=,profile=]
  * Defaults are the paper's Table 2; the start size is the competitive
  * size from the device profile (else the daemon's --prefetch).
@@ -32,11 +45,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The groups of files measured side by side under compare=side-by-side. */
+enum arm { ARM_SMALLER, ARM_CURRENT, ARM_LARGER, NARMS };
+static const char *const arm_name[NARMS] = { "smaller", "current", "larger" };
+
+/* What windows of one size cost and gave: bytes read and disk time for
+ * them, and bytes the streams consumed out of them. */
+struct by_size {
+	uint64_t windows, read, disk_ns, consumed;
+};
+
 struct adaptive {
 	struct sz_base b;
 	/* parameters (Table 2) */
 	uint64_t interval_ns, step, ramp_ns, start;
 	double deflate, busy_min, evict_max;
+	int side_by_side;             /* compare=side-by-side */
+	double trial;                 /* share of files in each neighbour's group */
 	/* state */
 	uint64_t cur;                 /* the size in use now */
 	uint64_t from, target;        /* ramping from -> target */
@@ -49,6 +74,14 @@ struct adaptive {
 	int light;                    /* last decision found light load */
 	int warm;                     /* the first interval is not scored */
 	uint64_t changes, decisions;
+	/* compare=side-by-side: which files are in which group this interval
+	 * (rotates), and per size step what its windows cost since the
+	 * accounting rolled */
+	uint64_t epoch;
+	int trying;                   /* the neighbours are in use now */
+	struct by_size *by_size;      /* [k], this interval */
+	struct by_size *by_size_done; /* [k], the interval before */
+	double arm_score[NARMS];      /* last decision's, -1 if unmeasured */
 	struct sz_figures last;
 	char reason[768];
 	char start_source[640];
@@ -67,6 +100,57 @@ static unsigned size_k(const struct adaptive *a, double size)
 	if (k > a->nsteps)
 		k = a->nsteps;
 	return (unsigned)k;
+}
+
+/* The neighbours of step k that may be used (0 if none). */
+static unsigned smaller_k(const struct adaptive *a, unsigned k)
+{
+	return k > 1 && k - 1 >= size_k(a, (double)a->b.min_size) ? k - 1 : 0;
+}
+
+static unsigned larger_k(const struct adaptive *a, unsigned k)
+{
+	return k + 1 <= a->nsteps ? k + 1 : 0;
+}
+
+/* Which group a file is in this interval: a share trial of the files
+ * (by a hash of the file, shifted every interval) tries the smaller size,
+ * as many the larger, the rest the current one. */
+static enum arm arm_of(const struct adaptive *a, dev_t dev, ino_t ino)
+{
+	if (!a->trying)
+		return ARM_CURRENT;
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev * 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 31;
+	h *= 0x94d049bb133111ebull;
+	h ^= h >> 29;
+	double u = (double)(h >> 11) / 9007199254740992.0 + (double)a->epoch * 2 * a->trial;
+	u -= floor(u);
+	if (u < a->trial)
+		return ARM_SMALLER;
+	if (u < 2 * a->trial)
+		return ARM_LARGER;
+	return ARM_CURRENT;
+}
+
+static uint64_t arm_size(const struct adaptive *a, enum arm arm)
+{
+	unsigned k = size_k(a, (double)a->cur), n = 0;
+	if (arm == ARM_SMALLER)
+		n = smaller_k(a, k);
+	else if (arm == ARM_LARGER)
+		n = larger_k(a, k);
+	return n ? k_size(a, n) : a->cur;
+}
+
+/* A new accounting interval (scores count only time at a settled size). */
+static struct sz_counters roll(struct adaptive *a, uint64_t now, uint64_t *len)
+{
+	struct by_size *t = a->by_size_done;
+	a->by_size_done = a->by_size;
+	a->by_size = t;
+	memset(a->by_size, 0, (a->nsteps + 2) * sizeof *a->by_size);
+	return sz_account_roll(&a->b.acct, now, len);
 }
 
 static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, size_t errlen)
@@ -99,6 +183,12 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 			;
 		else if (strcmp(key, "evict") == 0 && sz_parse_fraction(val, &a->evict_max) == 0)
 			;
+		else if (strcmp(key, "compare") == 0 &&
+		         (strcmp(val, "side-by-side") == 0 || strcmp(val, "intervals") == 0))
+			a->side_by_side = val[0] == 's';
+		else if (strcmp(key, "trial") == 0 && sz_parse_fraction(val, &a->trial) == 0 &&
+		         a->trial > 0 && a->trial <= 1.0 / 3)
+			;
 		else if (strcmp(key, "switch") == 0 && sz_parse_duration(val, &ns) == 0)
 			sw = (double)ns / 1e9;
 		else if (strcmp(key, "rate") == 0 && sz_parse_bytes(val, &rate) == 0 && rate > 0)
@@ -108,7 +198,8 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 		else {
 			snprintf(err, errlen,
 			         "%s: bad argument \"%s=%s\" (interval=, step=, deflate=, busy=, evict=, "
-			         "ramp=, start=, switch=, rate=, profile=, scale=, ref=, min=, max=, streams=)",
+			         "ramp=, start=, compare=side-by-side|intervals, trial= up to 33%%, switch=, "
+			         "rate=, profile=, scale=, ref=, min=, max=, streams=)",
 			         a->b.who, key, val);
 			return -1;
 		}
@@ -160,6 +251,29 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 	return 0;
 }
 
+/* A stream's last window is done with: count it for its size. */
+static void close_window(struct adaptive *a, struct sz_stream *s)
+{
+	if (s->pol_step) {
+		struct by_size *w = &a->by_size[s->pol_step];
+		w->windows++;
+		w->read += s->pol_read;
+		w->disk_ns += s->pol_disk_ns;
+		w->consumed += s->pol_consumed;
+	}
+	s->pol_step = 0;
+	s->pol_read = s->pol_disk_ns = s->pol_consumed = 0;
+}
+
+/* A stream ended: its last window counts too (its unconsumed part is the
+ * cost of a size too large for sessions that stop early). */
+static void stream_ended(void *ctx, struct sz_stream *s, uint64_t now)
+{
+	struct adaptive *a = ctx;
+	sz_account_stream_ended(&a->b.acct, s, now);
+	close_window(a, s);
+}
+
 static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 {
 	struct adaptive *a = calloc(1, sizeof *a);
@@ -174,35 +288,49 @@ static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 	a->deflate = 0.05;
 	a->busy_min = 0.60;
 	a->evict_max = 0.05;
+	a->side_by_side = 1;
+	a->trial = 0.125;
+	for (int i = 0; i < NARMS; i++)
+		a->arm_score[i] = -1;
 	if (adaptive_config(p, a, err, errlen))
 		goto fail;
 	a->nsteps = (unsigned)(a->b.max_size / a->step);
 	a->score = calloc(a->nsteps + 2, sizeof *a->score);
 	a->scored = calloc(a->nsteps + 2, 1);
-	if (!a->score || !a->scored) {
+	a->by_size = calloc(a->nsteps + 2, sizeof *a->by_size);
+	a->by_size_done = calloc(a->nsteps + 2, sizeof *a->by_size);
+	if (!a->score || !a->scored || !a->by_size || !a->by_size_done) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	uint64_t now = rd_now_ns();
 	if (sz_base_start(&a->b, p->concurrency, now, err, errlen))
 		goto fail;
+	a->b.streams.ended = stream_ended;
+	a->b.streams.ended_ctx = a;
 	a->cur = a->from = a->target = k_size(a, size_k(a, (double)a->start));
 	a->next_adjust_ns = now + a->interval_ns;
 	a->warm = 1;
+	a->trying = a->side_by_side;
 	snprintf(a->reason, sizeof a->reason, "start: %s", a->start_source);
 	p->priv = a;
 	p->tick_ms = 1000;
 	char s[32], st[32];
+	char cmp[64] = "compare intervals";
+	if (a->side_by_side)
+		snprintf(cmp, sizeof cmp, "compare side by side (trial %.3g%% each way)", a->trial * 100);
 	rd_log("%s: size %s from %s; interval %.3g s, step %s, deflate %.3g%%, busy %.3g%%, "
-	       "evict %.3g%%, ramp %.3g s, %u read%s at once", a->b.who,
+	       "evict %.3g%%, ramp %.3g s, %s, %u read%s at once", a->b.who,
 	       sz_fmt_size(a->cur, s, sizeof s), a->start_source, (double)a->interval_ns / 1e9,
 	       sz_fmt_size(a->step, st, sizeof st), a->deflate * 100, a->busy_min * 100,
-	       a->evict_max * 100, (double)a->ramp_ns / 1e9, p->concurrency,
+	       a->evict_max * 100, (double)a->ramp_ns / 1e9, cmp, p->concurrency,
 	       p->concurrency == 1 ? "" : "s");
 	return 0;
 fail:
 	free(a->score);
 	free(a->scored);
+	free(a->by_size);
+	free(a->by_size_done);
 	free(a);
 	return -1;
 }
@@ -230,6 +358,7 @@ static void set_target(struct adaptive *a, uint64_t target, uint64_t now, const 
 	a->target = target;
 	a->ramp_start_ns = now;
 	a->ramping = 1;
+	a->trying = 0;   /* everyone ramps together; the groups resume after */
 	a->changes++;
 }
 
@@ -247,8 +376,7 @@ static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t no
 {
 	unsigned k = keep_score(a, f->score);
 	unsigned ks = k - 1, kl = k + 1;
-	int has_s = ks >= 1 && ks >= size_k(a, (double)a->b.min_size) && k > 1;
-	int has_l = kl <= a->nsteps;
+	int has_s = smaller_k(a, k) != 0, has_l = larger_k(a, k) != 0;
 	int ms = has_s && a->scored[ks], ml = has_l && a->scored[kl];
 	double s = f->score;
 	unsigned go = k;
@@ -293,10 +421,62 @@ static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t no
 	set_target(a, k_size(a, go), now, why);
 }
 
+/* One size's score over the interval, as sz_figures's but from its own
+ * windows; -1 if too few of them were done with to judge. */
+static double size_score(const struct by_size *w)
+{
+	if (w->windows < 16 || !w->consumed || !w->read)
+		return -1;
+	double mib = (double)w->consumed / SZ_MIB;
+	return (double)w->disk_ns / 1e6 / mib * ((double)w->read / (double)w->consumed);
+}
+
+/* compare=side-by-side: the neighbours were measured in the same interval on
+ * their own share of the files; move to the group that scored lowest. */
+static void side_by_side(struct adaptive *a, uint64_t now)
+{
+	unsigned k = size_k(a, (double)a->target);
+	unsigned kk[NARMS] = { smaller_k(a, k), k, larger_k(a, k) };
+	char txt[NARMS][32];
+	int best = -1;
+	for (int i = 0; i < NARMS; i++) {
+		a->arm_score[i] = kk[i] ? size_score(&a->by_size_done[kk[i]]) : -1;
+		if (a->arm_score[i] < 0) {
+			snprintf(txt[i], sizeof txt[i], "-");
+			continue;
+		}
+		a->score[kk[i]] = a->arm_score[i];
+		a->scored[kk[i]] = 1;
+		snprintf(txt[i], sizeof txt[i], "%.3g", a->arm_score[i]);
+		if (best < 0 || a->arm_score[i] < a->arm_score[best] ||
+		    (a->arm_score[i] == a->arm_score[best] && i == ARM_CURRENT))
+			best = i;
+	}
+	char why[224], at[32];
+	if (a->arm_score[ARM_CURRENT] < 0 || best < 0) {
+		snprintf(why, sizeof why, "too few windows to compare (smaller %s, current %s, "
+		         "larger %s)", txt[0], txt[1], txt[2]);
+		set_target(a, a->target, now, why);
+		return;
+	}
+	if (best == ARM_CURRENT) {
+		snprintf(why, sizeof why, "lowest side by side (score %s; smaller %s, larger %s)",
+		         txt[1], txt[0], txt[2]);
+		rd_log("%s: size %s kept: %s", a->b.who, sz_fmt_size(a->target, at, sizeof at), why);
+		set_target(a, a->target, now, why);
+		return;
+	}
+	snprintf(why, sizeof why, "%s scored lowest side by side: %s smaller, %s here, %s larger "
+	         "(%.0f%% of files each way)", arm_name[best], txt[0], txt[1], txt[2],
+	         a->trial * 100);
+	set_target(a, k_size(a, kk[best]), now, why);
+}
+
 static void decide(struct adaptive *a, uint64_t now)
 {
 	uint64_t len;
-	struct sz_counters c = sz_account_roll(&a->b.acct, now, &len);
+	a->epoch++;   /* other files try the neighbours next */
+	struct sz_counters c = roll(a, now, &len);
 	struct sz_figures f;
 	sz_figures(&c, len, a->b.acct.concurrency, &f);
 	a->last = f;
@@ -308,6 +488,7 @@ static void decide(struct adaptive *a, uint64_t now)
 		if (!a->light)
 			rd_log("%s: %s", a->b.who, why);
 		a->light = 1;
+		a->trying = 0;   /* nor trials of the neighbours */
 		set_target(a, a->target, now, why);
 		return;
 	}
@@ -315,6 +496,7 @@ static void decide(struct adaptive *a, uint64_t now)
 		rd_log("%s: load above %.0f%% busy (%.0f%%): adjusting", a->b.who, a->busy_min * 100,
 		       f.busy * 100);
 	a->light = 0;
+	a->trying = a->side_by_side && !a->ramping;
 	double bitrate = sz_streams_mean_bitrate(&a->b.streams);
 	if (f.evict_fraction > a->evict_max && f.evict_age_s > 0 && bitrate > 0) {
 		/* Heavy memory pressure (section 4.1): a stream must come back for
@@ -343,7 +525,10 @@ static void decide(struct adaptive *a, uint64_t now)
 		set_target(a, a->target, now, "warm-up interval: not scored");
 		return;
 	}
-	gradient(a, &f, now);
+	if (a->side_by_side)
+		side_by_side(a, now);
+	else
+		gradient(a, &f, now);
 }
 
 static void adaptive_tick(struct rd_policy *p, uint64_t now)
@@ -357,7 +542,8 @@ static void adaptive_tick(struct rd_policy *p, uint64_t now)
 			a->ramping = 0;
 			/* Scores count only time spent at the new size. */
 			uint64_t len;
-			sz_account_roll(&a->b.acct, now, &len);
+			roll(a, now, &len);
+			a->trying = a->side_by_side;
 			a->next_adjust_ns = now + a->interval_ns - a->ramp_ns;
 		} else {
 			double f = (double)t / (double)a->ramp_ns;
@@ -376,13 +562,37 @@ static void adaptive_tick(struct rd_policy *p, uint64_t now)
 static uint64_t adaptive_size(struct rd_policy *p, const struct rd_request_info *req)
 {
 	struct adaptive *a = p->priv;
-	return sz_base_scaled(&a->b, sz_base_stream(&a->b, req), a->cur);
+	uint64_t size = arm_size(a, arm_of(a, req->dev, req->ino));
+	return sz_base_scaled(&a->b, sz_base_stream(&a->b, req), size);
 }
 
 static void adaptive_observe(struct rd_policy *p, const struct rd_completion *c)
 {
 	struct adaptive *a = p->priv;
-	sz_base_observe(&a->b, c);
+	struct sz_counters before = a->b.acct.interval;
+	struct sz_stream *s = sz_base_observe(&a->b, c);
+	if (!s)
+		return;
+	/* Per size, for compare=side-by-side: a window counts once the stream
+	 * asks past it, with what reading it cost and what was consumed of it.
+	 * (Counting reads when they happen and consumption when it happens put
+	 * a window's cost and its use in different intervals, under different
+	 * sizes: in the model of tests/test_sizing.c the size then swung
+	 * between the old and the new size after every move.) */
+	uint64_t gained = a->b.acct.interval.demanded - before.demanded;
+	uint64_t upto = c->req.offset < s->frontier ? c->req.offset : s->frontier;
+	uint64_t from = s->frontier - gained;
+	uint64_t old_part = upto > from ? upto - from : 0;
+	if (old_part > gained)
+		old_part = gained;
+	s->pol_consumed += old_part;
+	if (!c->was_resident && c->window_length) {
+		close_window(a, s);
+		s->pol_step = size_k(a, (double)arm_size(a, arm_of(a, c->req.dev, c->req.ino)));
+		s->pol_read = a->b.acct.interval.read - before.read;
+		s->pol_disk_ns = a->b.acct.interval.disk_ns - before.disk_ns;
+	}
+	s->pol_consumed += gained - old_part;
 }
 
 static void adaptive_describe(struct rd_policy *p, struct rd_json *j)
@@ -402,6 +612,15 @@ static void adaptive_describe(struct rd_policy *p, struct rd_json *j)
 	rd_json_dbl(j, "evict_fraction", a->last.evict_fraction);
 	rd_json_dbl(j, "evict_age_s", a->last.evict_age_s);
 	rd_json_obj_end(j);
+	rd_json_str(j, "compare", a->side_by_side ? "side-by-side" : "intervals");
+	if (a->side_by_side) {
+		rd_json_dbl(j, "trial", a->trial);
+		rd_json_bool(j, "trying", a->trying);
+		rd_json_obj_begin(j, "side_by_side");   /* the last decision's groups */
+		for (int i = 0; i < NARMS; i++)
+			rd_json_dbl(j, arm_name[i], a->arm_score[i]);
+		rd_json_obj_end(j);
+	}
 	rd_json_obj_begin(j, "scores");
 	for (unsigned k = 1; k <= a->nsteps; k++)
 		if (a->scored[k]) {
@@ -429,6 +648,8 @@ static void adaptive_destroy(struct rd_policy *p)
 		sz_base_free(&a->b);
 		free(a->score);
 		free(a->scored);
+		free(a->by_size);
+		free(a->by_size_done);
 	}
 	free(a);
 	p->priv = NULL;

@@ -85,6 +85,10 @@ struct sz_stream {
 	uint64_t reach;                 /* end of the furthest window the library
 	                                   was told is resident: it asks next there */
 	int fd;                         /* dup of the file for residency checks, -1 */
+	/* The adaptive policy's record of the last window, counted for its
+	 * size when the stream gets its next one or ends (0 steps: none). */
+	unsigned pol_step;
+	uint64_t pol_read, pol_disk_ns, pol_consumed;
 	int next;                       /* hash chain */
 };
 

@@ -134,7 +134,8 @@ def test_a_device_without_seeks_is_left_to_the_library(make_daemon, sd_mount, pr
 
 def test_adaptive_logs_each_change_with_its_reason(make_daemon, sd_mount, profile_dir):
     # Short intervals and no light-load hold, so it decides within seconds.
-    d = make_daemon(["--policy", "adaptive:interval=1s,ramp=200ms,busy=0%,start=1M"])
+    d = make_daemon(["--policy",
+                     "adaptive:interval=1s,ramp=200ms,busy=0%,start=1M,compare=intervals"])
     names = videos(sd_mount, 60)
     stop = threading.Event()
     errors = []
@@ -171,6 +172,48 @@ def test_adaptive_logs_each_change_with_its_reason(make_daemon, sd_mount, profil
     assert p["target"] >= 1536 * 1024 and "->" in p["reason"] or p["reason"].startswith("minimum")
     assert p["scores"], p
     assert p["parameters"]["interval_s"] == 1.0 and p["parameters"]["busy"] == 0.0
+
+
+def test_adaptive_compares_neighbours_side_by_side(make_daemon, sd_mount, profile_dir):
+    """The default compare=side-by-side: during an interval a share of the
+    files read one step smaller and as many one step larger, and the
+    decision compares the three sizes' scores from the same interval."""
+    d = make_daemon(["--policy", "adaptive:interval=3s,ramp=200ms,busy=0%,start=1M,trial=30%"])
+    names = videos(sd_mount, 60)
+    stop = threading.Event()
+    sums = []
+
+    def readers():
+        i = 0
+        while not stop.is_set():
+            batch = names[i % 60: i % 60 + 4]
+            sums.append((cat_all(d, sd_mount, batch), batch))
+            i += 4
+            sd_mount.drop_cache()
+
+    t = threading.Thread(target=readers)
+    t.start()
+    decision = re.compile(r"receptiond: adaptive fuse-\S+: size (\S+) (kept: lowest side by "
+                          r"side \(score [0-9.e+]+; smaller [0-9.e+]+, larger [0-9.e+]+\)|-> "
+                          r"\S+: (smaller|larger) scored lowest side by side: [0-9.e+]+ smaller, "
+                          r"[0-9.e+]+ here, [0-9.e+]+ larger \(30% of files each way\))")
+    try:
+        deadline = time.monotonic() + 90
+        while not decision.search(d.log_text()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        t.join()
+    log = d.log_text()
+    assert "compare side by side (trial 30% each way)" in log
+    assert decision.search(log), log
+    # Files read at the neighbours' sizes still read right.
+    for got, batch in sums[:3]:
+        assert got == [expected_sha(sd_mount, n) for n in batch]
+    p = policy_of(d)
+    assert p["compare"] == "side-by-side" and p["trial"] == 0.3
+    scores = p["side_by_side"]
+    assert scores["current"] > 0 and (scores["smaller"] > 0 or scores["larger"] > 0), p
 
 
 def test_bad_policy_arguments_fall_back_to_fixed(make_daemon, sd_mount, profile_dir):

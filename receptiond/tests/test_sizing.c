@@ -515,6 +515,8 @@ struct model {
 	unsigned n;
 	double bitrate, rate, switch_s, mem;
 	double busy_scale;   /* scales service times (load) */
+	double noise;        /* and varies by up to this share every 20 s */
+	unsigned seed;
 };
 
 /* Returns the mean window size over the second half of the run. */
@@ -524,7 +526,13 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 	double sum = 0;
 	unsigned n = 0;
 	uint64_t disk_free = *now;   /* the model disk serves one read at a time */
+	unsigned rnd = m->seed;
+	double load = 1;
 	for (unsigned s = 0; s < seconds; s++) {
+		if (m->noise > 0 && s % 20 == 0) {
+			rnd = rnd * 1103515245u + 12345u;
+			load = 1 + m->noise * (2.0 * ((rnd >> 8) & 0xffff) / 65535.0 - 1);
+		}
 		for (unsigned i = 0; i < m->n; i++) {
 			pos[i] += (uint64_t)m->bitrate;
 			while (pos[i] >= resident_end[i]) {
@@ -540,7 +548,7 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 				if (e < 0)
 					e = 0;
 				double bytes = (double)w * (1 + e);
-				double service = (m->switch_s + bytes / m->rate) * m->busy_scale;
+				double service = (m->switch_s + bytes / m->rate) * m->busy_scale * load;
 				if (disk_free < *now)
 					disk_free = *now;
 				disk_free += (uint64_t)(service * 1e9);
@@ -595,13 +603,36 @@ static void test_adaptive(void)
 	/* Once converged it wanders around the minimum (deflation retries the
 	 * neighbours): the mean over the second half is within a step. */
 	uint64_t changes;
-	double size = adaptive_run("interval=20s,start=2M", &m, 1000, &changes);
-	if (!(size >= 3.5 * MiB && size <= 4.5 * MiB)) fprintf(stderr, "mean %.2f MiB\n", size / MiB);
-	CHECK(size >= 3.5 * MiB && size <= 4.5 * MiB);
-	CHECK(changes >= 4);
-	size = adaptive_run("interval=20s,start=8M", &m, 1000, &changes);
-	if (!(size >= 3.5 * MiB && size <= 4.5 * MiB)) fprintf(stderr, "mean %.2f MiB\n", size / MiB);
-	CHECK(size >= 3.5 * MiB && size <= 4.5 * MiB);
+	double size;
+	static const char *const runs[] = {
+		"interval=20s,start=2M,compare=intervals", "interval=20s,start=8M,compare=intervals",
+		"interval=20s,start=2M", "interval=20s,start=8M",   /* side by side */
+	};
+	for (unsigned i = 0; i < sizeof runs / sizeof *runs; i++) {
+		size = adaptive_run(runs[i], &m, 1000, &changes);
+		if (!(size >= 3.5 * MiB && size <= 4.5 * MiB))
+			fprintf(stderr, "%s: mean %.2f MiB\n", runs[i], size / MiB);
+		CHECK(size >= 3.5 * MiB && size <= 4.5 * MiB);
+		CHECK(changes >= 4);
+	}
+	/* A load that moves by up to +-30% every 20 s (as on the servers,
+	 * docs/prefetch-sizing.md): compared side by side, the neighbours see
+	 * the same load, and the size stays within a step of the best. */
+	for (unsigned seed = 1; seed <= 8; seed++) {
+		struct model noisy = m;
+		noisy.noise = 0.3;
+		noisy.seed = seed;
+		size = adaptive_run("interval=20s,start=2M", &noisy, 2000, &changes);
+		if (!(size >= 3.5 * MiB && size <= 4.5 * MiB))
+			fprintf(stderr, "noise seed %u: mean %.2f MiB\n", seed, size / MiB);
+		CHECK(size >= 3.5 * MiB && size <= 4.5 * MiB);
+		if (getenv("SIZING_VERBOSE")) {
+			double serial = adaptive_run("interval=20s,start=2M,compare=intervals", &noisy,
+			                             2000, &changes);
+			fprintf(stderr, "noise seed %u: side by side %.2f MiB, intervals %.2f MiB\n",
+			        seed, size / MiB, serial / MiB);
+		}
+	}
 	/* Light load: 5 streams keep the disk well under 60% busy: no change. */
 	struct model light = m;
 	light.n = 5;
@@ -615,18 +646,23 @@ static void test_adaptive(void)
 	char err[256];
 	CHECK(p.ops->init(&p, err, sizeof err) == 0);
 	CHECK(strstr(sz_test_last_log, "interval 180 s, step 512K, deflate 5%, busy 60%, evict 5%"));
+	CHECK(strstr(sz_test_last_log, "compare side by side (trial 12.5% each way)"));
 	p.ops->destroy(&p);
 	d = dev_info("busy=2");
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "busy=2"));
 	d = dev_info("interval=10s,ramp=20s");
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "ramp"));
+	d = dev_info("compare=both");
+	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "compare=both"));
+	d = dev_info("trial=50%");   /* two groups of half the files leave none at the size */
+	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "trial=50%"));
 }
 
 /* Prefetched data evicted unused: the size jumps to eviction time x
  * bitrate, and moves there gradually. */
 static void test_adaptive_evictions(void)
 {
-	struct rd_device_info d = dev_info("interval=30s,ramp=4s,start=8M,busy=20%");
+	struct rd_device_info d = dev_info("interval=30s,ramp=4s,start=8M,busy=20%,compare=intervals");
 	struct rd_policy p = { .ops = &rd_policy_adaptive, .dev = &d, .concurrency = 1 };
 	char err[256];
 	CHECK(p.ops->init(&p, err, sizeof err) == 0);

@@ -39,7 +39,8 @@ def settings(quick):
             "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red", "server": "nginx",
             "tunables": tunables, "tunables_source": source,
             "sizes": ["1M", "2M", "4M"] if quick else ["512K", "1M", "2M", "4M", "8M"],
-            "adaptive": "interval=5s,ramp=1s" if quick else "interval=20s,ramp=5s",
+            "adaptive": ("interval=5s,ramp=1s" if quick else "interval=20s,ramp=5s")
+            + ",compare=side-by-side",
             # "around": one sweep step below and one above the best fixed
             # size (beyond the sweep's ends: half the smallest, twice the
             # largest), so the adaptive policy starts once from each side

@@ -23,6 +23,10 @@
  * seek (flash, a host-cached virtual disk: 0.05-0.07 ms here; a hard disk
  * or hddsim: 8-15 ms).  receptiond-profile and the policies share it. */
 #define SZ_MECHANICAL_SWITCH_S 0.001
+/* The slowest stream the sizing policies expect, B/s (below SD video's
+ * 50 kB/s): how long a stream may take through its window before it is
+ * taken for ended, while its own bitrate is unknown. */
+#define SZ_SLOWEST_BITRATE 24000.0
 
 /* ---- arguments: "key=value,key=value" (sizing_args.c) ---- */
 

@@ -190,6 +190,20 @@ static int cmp_double(const void *a, const void *b)
  * segments arrive in bursts), or of two clients of one file taken for
  * one stream, was 2-4x an HD stream's bitrate, so even the highest
  * bitrate class got a fraction of the policy's size. */
+/* How long a stream may stay silent and still be live: idle_ns after it
+ * would have got through what it was told is resident, at its bitrate (or
+ * at SZ_SLOWEST_BITRATE while that is unknown).  The library asks again
+ * only past that window: an SD stream (50 kB/s) with a 2 MiB window is
+ * silent for 40 s, and a flat 30 s ended it there, counting its window as
+ * wasted and its next ask as a new stream. */
+static uint64_t idle_limit(const struct sz_streams *t, const struct sz_stream *s)
+{
+	if (s->reach <= s->frontier)
+		return t->idle_ns;
+	double rate = s->bitrate > SZ_SLOWEST_BITRATE ? s->bitrate : SZ_SLOWEST_BITRATE;
+	return t->idle_ns + (uint64_t)((double)(s->reach - s->frontier) / rate * 1e9);
+}
+
 void sz_streams_expire(struct sz_streams *t, uint64_t now)
 {
 	unsigned known = 0;
@@ -198,7 +212,7 @@ void sz_streams_expire(struct sz_streams *t, uint64_t now)
 		if (!s->used)
 			continue;
 		/* (a completion may carry a time later than the tick's) */
-		if (now > s->last_ns && now - s->last_ns > t->idle_ns) {
+		if (now > s->last_ns && now - s->last_ns > idle_limit(t, s)) {
 			sz_stream_end(t, s, now);
 			continue;
 		}

@@ -175,7 +175,12 @@ static void test_streams_and_accounting(void)
 
 	/* Ending: the unconsumed part of the window is waste. */
 	uint64_t wasted = a.total.wasted;
+	/* A stream is live while it may still be reading what it was told is
+	 * resident (here up to ~1 MiB at the slowest expected bitrate) and
+	 * idle_ns more. */
 	sz_streams_expire(&t, now + 4 * SEC + t.idle_ns + 1);
+	CHECK(t.live == 2);
+	sz_streams_expire(&t, now + 4 * SEC + t.idle_ns + (uint64_t)(MiB / SZ_SLOWEST_BITRATE * 1e9) + 1);
 	CHECK(t.live == 0);
 	/* stream 2's window beyond its ask; stream 1's last window beyond
 	 * its ask */
@@ -633,6 +638,18 @@ static void test_adaptive(void)
 			        seed, size / MiB, serial / MiB);
 		}
 	}
+	/* Slow streams (50 kB/s: a 1 MiB window lasts 21 s): side by side, an
+	 * interval outlasts twice the largest compared window, so windows read
+	 * in it are done with in it; it still finds mem/n = 1 MiB. */
+	struct model slow = m;
+	slow.bitrate = 50e3;
+	slow.mem = 50.0 * MiB;
+	size = adaptive_run("interval=20s,start=3M,busy=0%", &slow, 6000, &changes);
+	if (!(size >= 0.5 * MiB && size <= 1.5 * MiB))
+		fprintf(stderr, "slow streams: mean %.2f MiB\n", size / MiB);
+	CHECK(size >= 0.5 * MiB && size <= 1.5 * MiB);
+	const char *over = strstr(sz_test_last_log, "side by side over ");
+	CHECK(over && atoi(over + 18) >= 2 * 1.0 * MiB / 50e3);
 	/* Light load: 5 streams keep the disk well under 60% busy: no change. */
 	struct model light = m;
 	light.n = 5;

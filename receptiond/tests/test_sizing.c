@@ -677,9 +677,9 @@ static void test_adaptive(void)
 
 /* Prefetched data evicted unused: the size jumps to eviction time x
  * bitrate, and moves there gradually. */
-static void adaptive_evictions(const char *args)
+static void test_adaptive_evictions(void)
 {
-	struct rd_device_info d = dev_info(args);
+	struct rd_device_info d = dev_info("interval=30s,ramp=4s,start=8M,busy=20%,compare=intervals");
 	struct rd_policy p = { .ops = &rd_policy_adaptive, .dev = &d, .concurrency = 1 };
 	char err[256];
 	CHECK(p.ops->init(&p, err, sizeof err) == 0);
@@ -726,11 +726,6 @@ static void adaptive_evictions(const char *args)
 	CHECK(rd_json_text(&j) && strstr(rd_json_text(&j), "\"scores\":{\"8388608\":"));
 	rd_json_free(&j);
 	p.ops->destroy(&p);
-}
-
-static void test_adaptive_evictions(void)
-{
-	adaptive_evictions("interval=30s,ramp=4s,start=8M,busy=20%,compare=intervals");
 }
 
 static void test_bitrate_policy(void)

@@ -676,10 +676,12 @@ static void test_adaptive(void)
 }
 
 /* Prefetched data evicted unused: the size jumps to eviction time x
- * bitrate, and moves there gradually. */
-static void test_adaptive_evictions(void)
+ * bitrate, and moves there gradually; under light load too (busy=95%
+ * here: the disk is never that busy), without keeping that interval's
+ * score. */
+static void adaptive_evictions(const char *args, int light)
 {
-	struct rd_device_info d = dev_info("interval=30s,ramp=4s,start=8M,busy=20%,compare=intervals");
+	struct rd_device_info d = dev_info(args);
 	struct rd_policy p = { .ops = &rd_policy_adaptive, .dev = &d, .concurrency = 1 };
 	char err[256];
 	CHECK(p.ops->init(&p, err, sizeof err) == 0);
@@ -719,13 +721,21 @@ static void test_adaptive_evictions(void)
 	p.ops->tick(&p, now + 5 * SEC);
 	CHECK(p.ops->size(&p, &r) == 512 * 1024);
 	/* The size that was evicted keeps its score, so the gradient does not
-	 * climb back to it as an unmeasured size. */
+	 * climb back to it as an unmeasured size; not a light interval's. */
 	struct rd_json j;
 	rd_json_init(&j);
 	p.ops->describe(&p, &j);
-	CHECK(rd_json_text(&j) && strstr(rd_json_text(&j), "\"scores\":{\"8388608\":"));
+	CHECK(rd_json_text(&j));
+	CHECK((strstr(rd_json_text(&j), "\"scores\":{\"8388608\":") == NULL) == light);
+	CHECK((strstr(rd_json_text(&j), "\"light_load\":true") != NULL) == light);
 	rd_json_free(&j);
 	p.ops->destroy(&p);
+}
+
+static void test_adaptive_evictions(void)
+{
+	adaptive_evictions("interval=30s,ramp=4s,start=8M,busy=20%,compare=intervals", 0);
+	adaptive_evictions("interval=30s,ramp=4s,start=8M,busy=95%,compare=intervals", 1);
 }
 
 static void test_bitrate_policy(void)

@@ -188,9 +188,32 @@ def probe(rig, h, cfg, settings, rate, seed):
     return rec
 
 
+def warm_up(rig, h, cfg, settings, tag):
+    """settings["warmup"] = {"rate": R, "duration": S}: load the server at
+    R sessions/s for S seconds before the first probe, unrecorded but for
+    its outcome.  A policy that adapts (the adaptive prefetch size) meets
+    its first load in the search's second probe otherwise, and a failure
+    there, before it moved, caps its answer; every configuration of a run
+    gets the same warm-up, so the comparison stays fair."""
+    w = settings.get("warmup")
+    if not w:
+        return None
+    rate, duration = float(w["rate"]), float(w["duration"])
+    settle(h)
+    rig.progress.begin(f"{tag}: warm-up, {rate:g} sessions/s for {duration:g} s")
+    res = _load(h, cfg, {**settings, "duration": duration}, rate, int(settings.get("seed", 1)))
+    rig.progress.end()
+    _check_alive(h)
+    rig.progress.line(f"{tag}: warm-up {rate:g}/s -> failed {res['failed_pct']:.2f}%, "
+                      f"{res['mb_per_s']:.1f} MB/s to clients (not a probe)")
+    return {"rate": rate, "duration": duration, "failed_pct": res["failed_pct"],
+            "mb_per_s": res["mb_per_s"]}
+
+
 def max_failure_free(rig, h, cfg, settings, tag):
     """Search and return {"answer": rate or None, "at_answer": probe record,
     "probes": [...]} (answer None: even the lowest rate tried failed)."""
+    warmup = warm_up(rig, h, cfg, settings, tag)
     start = float(settings["start"])
     floor = float(settings.get("floor", start / 16))
     cap = float(settings.get("cap", start * 16))
@@ -239,4 +262,7 @@ def max_failure_free(rig, h, cfg, settings, tag):
             best = rec
         else:
             hi = rate
-    return {"answer": lo, "failed_above": hi, "at_answer": best, "probes": probes}
+    out = {"answer": lo, "failed_above": hi, "at_answer": best, "probes": probes}
+    if warmup:
+        out["warmup"] = warmup
+    return out

@@ -50,6 +50,10 @@ def settings(quick):
                                                 duration=20 if quick else 40),
                        "rel_resolution": 0.25 if quick else 0.15},
             "trace_duration": 40 if quick else 180,
+            # the traces' rate as a share of the best fixed size's: a probe's
+            # answer is not sustained for minutes (sessions last minutes, so
+            # a longer run holds more of them at once)
+            "trace_share": 1.0,
             "mixed_library": {"preset": "mixed", "count": 60 if quick else 500, "seed": 1},
             # None: the best size of this run's fixed sweep
             "mixed_size": None,
@@ -350,15 +354,16 @@ def run(rig, s):
                           "mixed SD/HD: per-bitrate scaling (ratio: to one size for all)")
 
     traces = {}
+    trace_rate = round(best_rate * s["trace_share"], 2) if best_rate else None
     for start in starts:
-        if best_rate and rig.wants(f"trace-{start}"):
-            traces[start] = trace(rig, base, s, start, best_rate, args)
+        if trace_rate and rig.wants(f"trace-{start}"):
+            traces[start] = trace(rig, base, s, start, trace_rate, args)
     if traces:
         plots.lines(os.path.join(rig.out, "sizing-adaptive-size.png"),
                     {f"from {k}": [(p["t"], (p["size"] or 0) / MIB) for p in v["series"]]
                      for k, v in traces.items()},
                     "seconds", "prefetch size (MiB)",
-                    f"adaptive size over time at {best_rate:g} sessions/s (paper Figs. 3-4)")
+                    f"adaptive size over time at {trace_rate:g} sessions/s (paper Figs. 3-4)")
         plots.lines(os.path.join(rig.out, "sizing-adaptive-disk.png"),
                     {f"from {k}": [(p["t"], p["disk_mb_per_s"]) for p in v["series"]]
                      for k, v in traces.items()},

@@ -194,9 +194,10 @@ def test_adaptive_compares_neighbours_side_by_side(make_daemon, sd_mount, profil
     t = threading.Thread(target=readers)
     t.start()
     decision = re.compile(r"receptiond: adaptive fuse-\S+: size (\S+) (kept: lowest side by "
-                          r"side \(score [0-9.e+]+; smaller [0-9.e+]+, larger [0-9.e+]+\)|-> "
-                          r"\S+: (smaller|larger) scored lowest side by side: [0-9.e+]+ smaller, "
-                          r"[0-9.e+]+ here, [0-9.e+]+ larger \(30% of files each way\))")
+                          r"side over \d+ s \(score [0-9.e+]+; smaller [0-9.e+]+, larger "
+                          r"[0-9.e+]+\)|-> \S+: (smaller|larger) scored lowest side by side over "
+                          r"\d+ s: [0-9.e+]+ smaller, [0-9.e+]+ here, [0-9.e+]+ larger \(30% of "
+                          r"files each way\))")
     try:
         deadline = time.monotonic() + 90
         while not decision.search(d.log_text()) and time.monotonic() < deadline:

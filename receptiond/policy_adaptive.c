@@ -51,9 +51,12 @@ enum arm { ARM_SMALLER, ARM_CURRENT, ARM_LARGER, NARMS };
 static const char *const arm_name[NARMS] = { "smaller", "current", "larger" };
 
 /* What windows of one size cost and gave: bytes read and disk time for
- * them, and bytes the streams consumed out of them. */
+ * them, and bytes the streams consumed out of them; with the sums of the
+ * per-window squares and products (in MiB and ms), for the score's
+ * standard error. */
 struct by_size {
 	uint64_t windows, read, disk_ns, consumed;
+	double dd, rr, cc, dr, dc, rc;
 };
 
 struct adaptive {
@@ -63,6 +66,7 @@ struct adaptive {
 	double deflate, busy_min, evict_max;
 	int side_by_side;             /* compare=side-by-side */
 	double trial;                 /* share of files in each neighbour's group */
+	double sigma;                 /* a neighbour must win by this many standard errors */
 	/* state */
 	uint64_t cur;                 /* the size in use now */
 	uint64_t from, target;        /* ramping from -> target */
@@ -190,6 +194,9 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 		else if (strcmp(key, "trial") == 0 && sz_parse_fraction(val, &a->trial) == 0 &&
 		         a->trial > 0 && a->trial <= 1.0 / 3)
 			;
+		else if (strcmp(key, "sigma") == 0 && sz_parse_number(val, &a->sigma) == 0 &&
+		         a->sigma >= 0)
+			;
 		else if (strcmp(key, "switch") == 0 && sz_parse_duration(val, &ns) == 0)
 			sw = (double)ns / 1e9;
 		else if (strcmp(key, "rate") == 0 && sz_parse_bytes(val, &rate) == 0 && rate > 0)
@@ -199,7 +206,7 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 		else {
 			snprintf(err, errlen,
 			         "%s: bad argument \"%s=%s\" (interval=, step=, deflate=, busy=, evict=, "
-			         "ramp=, start=, compare=side-by-side|intervals, trial= up to 33%%, switch=, "
+			         "ramp=, start=, compare=side-by-side|intervals, trial= up to 33%%, sigma=, switch=, "
 			         "rate=, profile=, scale=, ref=, min=, max=, streams=)",
 			         a->b.who, key, val);
 			return -1;
@@ -261,6 +268,14 @@ static void close_window(struct adaptive *a, struct sz_stream *s)
 		w->read += s->pol_read;
 		w->disk_ns += s->pol_disk_ns;
 		w->consumed += s->pol_consumed;
+		double d = (double)s->pol_disk_ns / 1e6, r = (double)s->pol_read / SZ_MIB,
+		       c = (double)s->pol_consumed / SZ_MIB;
+		w->dd += d * d;
+		w->rr += r * r;
+		w->cc += c * c;
+		w->dr += d * r;
+		w->dc += d * c;
+		w->rc += r * c;
 	}
 	s->pol_step = 0;
 	s->pol_read = s->pol_disk_ns = s->pol_consumed = 0;
@@ -291,6 +306,7 @@ static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 	a->evict_max = 0.05;
 	a->side_by_side = 1;
 	a->trial = 0.125;
+	a->sigma = 1.5;
 	for (int i = 0; i < NARMS; i++)
 		a->arm_score[i] = -1;
 	if (adaptive_config(p, a, err, errlen))
@@ -317,9 +333,10 @@ static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 	p->priv = a;
 	p->tick_ms = 1000;
 	char s[32], st[32];
-	char cmp[64] = "compare intervals";
+	char cmp[96] = "compare intervals";
 	if (a->side_by_side)
-		snprintf(cmp, sizeof cmp, "compare side by side (trial %.3g%% each way)", a->trial * 100);
+		snprintf(cmp, sizeof cmp, "compare side by side (trial %.3g%% each way, sigma %.3g)",
+		         a->trial * 100, a->sigma);
 	rd_log("%s: size %s from %s; interval %.3g s, step %s, deflate %.3g%%, busy %.3g%%, "
 	       "evict %.3g%%, ramp %.3g s, %s, %u read%s at once", a->b.who,
 	       sz_fmt_size(a->cur, s, sizeof s), a->start_source, (double)a->interval_ns / 1e9,
@@ -423,13 +440,25 @@ static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t no
 }
 
 /* One size's score over the interval, as sz_figures's but from its own
- * windows; -1 if too few of them were done with to judge. */
-static double size_score(const struct by_size *w)
+ * windows; -1 if too few of them were done with to judge.  *rel_se is the
+ * score's relative standard error, by the delta method: with per-window
+ * disk time d, bytes read r and consumed c, the score is mean(d) mean(r) /
+ * mean(c)^2, so ln(score) varies as the mean of z = d/mean(d) + r/mean(r)
+ * - 2c/mean(c), whose own mean is 0. */
+static double size_score(const struct by_size *w, double *rel_se)
 {
+	*rel_se = 0;
 	if (w->windows < 16 || !w->consumed || !w->read)
 		return -1;
-	double mib = (double)w->consumed / SZ_MIB;
-	return (double)w->disk_ns / 1e6 / mib * ((double)w->read / (double)w->consumed);
+	double n = (double)w->windows;
+	double d = (double)w->disk_ns / 1e6 / n, r = (double)w->read / SZ_MIB / n,
+	       c = (double)w->consumed / SZ_MIB / n;
+	if (d > 0) {
+		double zz = (w->dd / (d * d) + w->rr / (r * r) + 4 * w->cc / (c * c) +
+		             2 * w->dr / (d * r) - 4 * w->dc / (d * c) - 4 * w->rc / (r * c)) / n;
+		*rel_se = zz > 0 ? sqrt(zz / n) : 0;
+	}
+	return d / c * (r / c);
 }
 
 /* Side by side, did the next smaller size score higher than the current
@@ -437,43 +466,59 @@ static double size_score(const struct by_size *w)
 static int smaller_scored_higher(const struct adaptive *a)
 {
 	unsigned k = size_k(a, (double)a->target), ks = smaller_k(a, k);
-	double cur = size_score(&a->by_size_done[k]);
-	double small = ks ? size_score(&a->by_size_done[ks]) : -1;
+	double se;
+	double cur = size_score(&a->by_size_done[k], &se);
+	double small = ks ? size_score(&a->by_size_done[ks], &se) : -1;
 	return cur >= 0 && small >= 0 && small >= cur;
 }
 
 /* compare=side-by-side: the neighbours were measured in the same interval on
- * their own share of the files; move to the group that scored lowest. */
+ * their own share of the files; move to the group that scored lowest, if
+ * it beat the current size by more than sigma standard errors of the
+ * difference.  Without that margin the lowest of three noisy scores wins:
+ * a trial group (an eighth of the files, so a noisier score than the
+ * current size's three quarters) won 8 of 8 decisions between 256K and
+ * 512K on the SD library, and kept the size going back and forth between
+ * 512K and 1M on the HD library (docs/prefetch-sizing.md). */
 static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 {
 	double secs = (double)len_ns / 1e9;
 	unsigned k = size_k(a, (double)a->target);
 	unsigned kk[NARMS] = { smaller_k(a, k), k, larger_k(a, k) };
-	char txt[NARMS][32];
-	int best = -1;
+	double se[NARMS] = {0};
+	char txt[NARMS][40];
 	for (int i = 0; i < NARMS; i++) {
-		a->arm_score[i] = kk[i] ? size_score(&a->by_size_done[kk[i]]) : -1;
+		a->arm_score[i] = kk[i] ? size_score(&a->by_size_done[kk[i]], &se[i]) : -1;
 		if (a->arm_score[i] < 0) {
 			snprintf(txt[i], sizeof txt[i], "-");
 			continue;
 		}
 		a->score[kk[i]] = a->arm_score[i];
 		a->scored[kk[i]] = 1;
-		snprintf(txt[i], sizeof txt[i], "%.3g", a->arm_score[i]);
-		if (best < 0 || a->arm_score[i] < a->arm_score[best] ||
-		    (a->arm_score[i] == a->arm_score[best] && i == ARM_CURRENT))
-			best = i;
+		snprintf(txt[i], sizeof txt[i], "%.3g+-%.0f%%", a->arm_score[i], se[i] * 100);
 	}
-	char why[224], at[32];
-	if (a->arm_score[ARM_CURRENT] < 0 || best < 0) {
+	char why[256], at[32];
+	double cur = a->arm_score[ARM_CURRENT];
+	if (cur < 0) {
 		snprintf(why, sizeof why, "too few windows to compare (smaller %s, current %s, "
 		         "larger %s)", txt[0], txt[1], txt[2]);
 		set_target(a, a->target, now, why);
 		return;
 	}
+	int best = ARM_CURRENT, lower = 0;
+	for (int i = 0; i < NARMS; i++) {
+		if (i == ARM_CURRENT || a->arm_score[i] < 0 || a->arm_score[i] >= cur)
+			continue;
+		lower = 1;
+		double margin = a->sigma * sqrt(se[i] * se[i] + se[ARM_CURRENT] * se[ARM_CURRENT]);
+		if (log(cur / a->arm_score[i]) > margin &&
+		    (best == ARM_CURRENT || a->arm_score[i] < a->arm_score[best]))
+			best = i;
+	}
 	if (best == ARM_CURRENT) {
-		snprintf(why, sizeof why, "lowest side by side over %.0f s (score %s; smaller %s, "
-		         "larger %s)", secs, txt[1], txt[0], txt[2]);
+		snprintf(why, sizeof why, "%s side by side over %.0f s (score %s; smaller %s, "
+		         "larger %s)", lower ? "no neighbour lower by its noise" : "lowest", secs,
+		         txt[1], txt[0], txt[2]);
 		rd_log("%s: size %s kept: %s", a->b.who, sz_fmt_size(a->target, at, sizeof at), why);
 		set_target(a, a->target, now, why);
 		return;
@@ -486,36 +531,42 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 
 /* Heavy memory pressure (section 4.1): a stream must come back for its
  * data before the kernel evicts it, so when prefetched bytes are evicted
- * unused above the threshold the target jumps down to eviction time x
- * mean bitrate.  Returns whether it did.  It acts under light load too
- * (the paper turns the whole policy off there): the light-load rule guards
- * against growing a size the miss ratio cannot judge, and this rule only
- * shrinks.  Measured on the HD library from 8M: the search's first probes
- * kept the disk 43% and 57% busy (the larger windows' evictions were
- * 38% of their prefetch) while 8 sessions/s failed 27% of its sessions,
- * and the size stayed at 8M until a later probe; adaptive from 8M reached
- * 0.89x the best fixed size, from 2M 1.06x. */
+ * unused above the threshold the target jumps down towards eviction time
+ * x mean bitrate.  Returns whether it did.
+ * - At most to half the size per decision (the next one halves again if
+ *   evictions go on).  Measured on the HD library from 8M: 6.6% and 6.8%
+ *   evicted under light load made eviction time x bitrate 1.5M and 1M,
+ *   while the best fixed size was 4M (itself evicting 22% of its prefetch
+ *   at its best rate).
+ * - It acts under light load too (the paper turns the whole policy off
+ *   there): the light-load rule guards against growing a size the miss
+ *   ratio cannot judge, and this rule only shrinks.  Measured on the HD
+ *   library from 8M: the search's first probes kept the disk 43% and 57%
+ *   busy (38% of the prefetch evicted) while 8 sessions/s failed 27% of
+ *   its sessions, and the size stayed at 8M.
+ * - Side by side, a size that evicts but scores better than the next
+ *   smaller one is kept, unless evictions are heavy (4 x the threshold). */
 static int eviction_cut(struct adaptive *a, const struct sz_figures *f, int light, uint64_t now)
 {
 	double bitrate = sz_streams_mean_bitrate(&a->b.streams);
 	if (f->evict_fraction <= a->evict_max || f->evict_age_s <= 0 || bitrate <= 0)
 		return 0;
-	uint64_t want = k_size(a, size_k(a, f->evict_age_s * bitrate));
+	uint64_t fit = k_size(a, size_k(a, f->evict_age_s * bitrate));
+	uint64_t half = k_size(a, size_k(a, (double)a->target / 2));
+	uint64_t want = fit > half ? fit : half;
 	if (want >= a->target)
 		return 0;
-	if (a->side_by_side && 2 * want >= a->target && smaller_scored_higher(a)) {
+	if (a->side_by_side && f->evict_fraction < 4 * a->evict_max && smaller_scored_higher(a)) {
 		/* Side by side the score already carries what evictions
-		 * cost (the windows read again); a size that evicts but
-		 * still beats the smaller one is kept.  Measured on the
+		 * cost (the windows read again).  Measured on the
 		 * 20,000-video library: the best fixed size (2M) evicted
 		 * 14% of what it prefetched, and the rule cut 1M to 512K
-		 * although 512K scored 16% worse in the same interval.
-		 * Not a cut below half the size: the groups share the
-		 * memory, and a group's score misses the evictions its
-		 * windows cause in the others'.  Measured on the HD library
-		 * from 8M: 82.9% evicted, eviction time x bitrate 1.5M,
-		 * 7.5M scored worse than 8M side by side, and the size grew
-		 * to 8.5M while 81% of the sessions failed. */
+		 * although 512K scored 16% worse in the same interval.  Not
+		 * under heavy evictions: the groups share the memory, and a
+		 * group's score misses the evictions its windows cause in
+		 * the others'.  Measured on the HD library from 8M: 82.9%
+		 * evicted, 7.5M scored worse than 8M side by side, and the
+		 * size grew to 8.5M while 81% of the sessions failed. */
 		rd_log("%s: evictions: %.1f%% of prefetched bytes evicted unused, but the "
 		       "smaller size scored higher side by side: no cut", a->b.who,
 		       f->evict_fraction * 100);
@@ -526,14 +577,15 @@ static int eviction_cut(struct adaptive *a, const struct sz_figures *f, int ligh
 	 * (measured: 256K -> 512K -> 768K -> evictions -> 256K, over and
 	 * over); deflation still retries it.  Not a light interval's score,
 	 * which says nothing of the size. */
-	char why[224], w[32], kept[48] = "light load, no score kept";
+	char why[256], w[32], kept[48] = "light load, no score kept";
 	if (!light) {
 		keep_score(a, f->score);
 		snprintf(kept, sizeof kept, "score %.3g kept for this size", f->score);
 	}
 	snprintf(why, sizeof why, "evictions: %.1f%% of prefetched bytes evicted unused after "
-	         "%.1f s on average, mean bitrate %.1f kB/s: size %s (%s)", f->evict_fraction * 100,
-	         f->evict_age_s, bitrate / 1e3, sz_fmt_size(want, w, sizeof w), kept);
+	         "%.1f s on average, mean bitrate %.1f kB/s: size %s%s (%s)", f->evict_fraction * 100,
+	         f->evict_age_s, bitrate / 1e3, sz_fmt_size(fit, w, sizeof w),
+	         fit < want ? ", at most half at a time" : "", kept);
 	set_target(a, want, now, why);
 	return 1;
 }
@@ -581,8 +633,9 @@ static void decide(struct adaptive *a, uint64_t now)
 		rd_log("%s: load above %.0f%% busy (%.0f%%): adjusting", a->b.who, a->busy_min * 100,
 		       f.busy * 100);
 	a->light = light;
-	/* Under light load the trials of the neighbours pause too. */
-	a->trying = a->side_by_side && !a->ramping && !light;
+	/* The trials of the neighbours go on under light load: the eviction
+	 * rule asks their scores' consent. */
+	a->trying = a->side_by_side && !a->ramping;
 	if (eviction_cut(a, &f, light, now))
 		return;
 	if (light) {
@@ -715,6 +768,7 @@ static void adaptive_describe(struct rd_policy *p, struct rd_json *j)
 	rd_json_str(j, "compare", a->side_by_side ? "side-by-side" : "intervals");
 	if (a->side_by_side) {
 		rd_json_dbl(j, "trial", a->trial);
+		rd_json_dbl(j, "sigma", a->sigma);
 		rd_json_bool(j, "trying", a->trying);
 		rd_json_obj_begin(j, "side_by_side");   /* the last decision's groups */
 		for (int i = 0; i < NARMS; i++)

@@ -35,6 +35,8 @@
 int sz_args_next(const char **cursor, char *key, size_t klen, char *val, size_t vlen);
 /* "180s", "500ms", "2m", "1.5s", plain number = seconds. */
 int sz_parse_duration(const char *s, uint64_t *ns);
+/* A plain number, "1.5". */
+int sz_parse_number(const char *s, double *out);
 /* "5%" or "0.05" -> 0.05. */
 int sz_parse_fraction(const char *s, double *out);
 /* "122M" per second: sizes with K/M/G; fractions allowed ("0.5M"). */

@@ -56,6 +56,12 @@ int sz_parse_duration(const char *s, uint64_t *ns)
 	return 0;
 }
 
+int sz_parse_number(const char *s, double *out)
+{
+	char *end;
+	return parse_number(s, out, &end) || *end ? -1 : 0;
+}
+
 int sz_parse_fraction(const char *s, double *out)
 {
 	double v;

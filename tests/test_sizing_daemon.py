@@ -193,11 +193,12 @@ def test_adaptive_compares_neighbours_side_by_side(make_daemon, sd_mount, profil
 
     t = threading.Thread(target=readers)
     t.start()
-    decision = re.compile(r"receptiond: adaptive fuse-\S+: size (\S+) (kept: lowest side by "
-                          r"side over \d+ s \(score [0-9.e+]+; smaller [0-9.e+]+, larger "
-                          r"[0-9.e+]+\)|-> \S+: (smaller|larger) scored lowest side by side over "
-                          r"\d+ s: [0-9.e+]+ smaller, [0-9.e+]+ here, [0-9.e+]+ larger \(30% of "
-                          r"files each way\))")
+    score = r"[0-9.e+]+\+-\d+%"   # a score and its standard error
+    decision = re.compile(rf"receptiond: adaptive fuse-\S+: size (\S+) (kept: (lowest|no neighbour "
+                          rf"lower by its noise) side by side over \d+ s \(score {score}; smaller "
+                          rf"({score}|-), larger ({score}|-)\)|-> \S+: (smaller|larger) scored "
+                          rf"lowest side by side over \d+ s: ({score}|-) smaller, {score} here, "
+                          rf"({score}|-) larger \(30% of files each way\))")
     try:
         deadline = time.monotonic() + 90
         while not decision.search(d.log_text()) and time.monotonic() < deadline:
@@ -206,7 +207,7 @@ def test_adaptive_compares_neighbours_side_by_side(make_daemon, sd_mount, profil
         stop.set()
         t.join()
     log = d.log_text()
-    assert "compare side by side (trial 30% each way)" in log
+    assert "compare side by side (trial 30% each way, sigma 1.5)" in log
     assert decision.search(log), log
     # Files read at the neighbours' sizes still read right.
     for got, batch in sums[:3]:

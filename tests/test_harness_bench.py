@@ -152,6 +152,20 @@ def test_adaptive_starts_straddle_the_best_fixed_size():
     assert sizing.adaptive_args({"adaptive": "interval=20s"}, ["512K", "2M"]) == "interval=20s"
 
 
+def test_a_trace_settles_when_its_size_stays_near_the_final_one():
+    """issue 6, item 3: the convergence time of a size-over-time trace."""
+    from libception.bench import sizing
+    M = 1 << 20
+    series = [{"t": t, "size": s} for t, s in
+              [(2, 8 * M), (4, 6 * M), (6, 4 * M), (8, 5 * M), (10, 3 * M), (12, 4 * M)]]
+    # 4M +- 512K: 3M at 10 s is the last size outside, so settled at 12 s
+    assert sizing.settled_at(series, 4 * M, M // 2) == 12
+    assert sizing.settled_at(series, 4 * M, M) == 6
+    assert sizing.settled_at(series, 8 * M, 8 * M) == 2
+    assert sizing.settled_at(series, None, M) is None
+    assert sizing.settled_at(series[:0], 4 * M, M) is None
+
+
 def test_chunking_read_runs_read_every_layout_whole(bench_out, harness_port):
     # The chunking paper's Table 1: one reader, whole videos; the same
     # videos in every layout, so every layout must deliver the same bytes

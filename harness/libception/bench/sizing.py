@@ -54,6 +54,8 @@ def settings(quick):
             # answer is not sustained for minutes (sessions last minutes, so
             # a longer run holds more of them at once)
             "trace_share": 1.0,
+            # or sessions/s, whatever the sweep found (None: by trace_share)
+            "trace_rate": None,
             "mixed_library": {"preset": "mixed", "count": 60 if quick else 500, "seed": 1},
             # None: the best size of this run's fixed sweep
             "mixed_size": None,
@@ -214,6 +216,22 @@ def print_kinds(rows, out):
                 f"{f(k['ref_bitrate'], 1e3, '.0f'):>9}")
 
 
+SETTLED_BAND = 512 << 10   # the paper's step
+
+
+def settled_at(series, final, band):
+    """Seconds into a trace after which the size stayed within band of its
+    final value (the convergence time of the paper's Figs. 3-4); None
+    without a final size."""
+    if not final or not series:
+        return None
+    settled = series[0]["t"]
+    for before, p in zip(series, series[1:]):
+        if before["size"] is None or abs(before["size"] - final) > band:
+            settled = p["t"]
+    return settled
+
+
 def trace(rig, base, s, start, rate, args):
     """The adaptive policy at a fixed rate: (t, size, target, disk MB/s)
     every few seconds, and vidload's result."""
@@ -260,7 +278,8 @@ def trace(rig, base, s, start, rate, args):
     record = {"result": {k: res.get(k) for k in ("failed_pct", "mb_per_s", "achieved_rate",
                                                   "started", "failed")},
               "series": series, "final_size": pol.get("size"), "changes": pol.get("changes"),
-              "scores": pol.get("scores")}
+              "scores": pol.get("scores"),
+              "settled_at_s": settled_at(series, pol.get("size"), SETTLED_BAND)}
     rig.results.add(point, **record)
     return rig.results.get(point)
 
@@ -354,7 +373,7 @@ def run(rig, s):
                           "mixed SD/HD: per-bitrate scaling (ratio: to one size for all)")
 
     traces = {}
-    trace_rate = round(best_rate * s["trace_share"], 2) if best_rate else None
+    trace_rate = s["trace_rate"] or (round(best_rate * s["trace_share"], 2) if best_rate else None)
     for start in starts:
         if trace_rate and rig.wants(f"trace-{start}"):
             traces[start] = trace(rig, base, s, start, trace_rate, args)
@@ -370,8 +389,10 @@ def run(rig, s):
                     "seconds", "disk MB/s", "disk throughput under the adaptive policy")
         for k, v in traces.items():
             r = v["result"]
+            settled = v.get("settled_at_s")
             rig.log_plain(f"libception bench: trace from {k}: final size "
-                          f"{(v['final_size'] or 0) / MIB:.2f} MiB after {v['changes']} changes; "
+                          f"{(v['final_size'] or 0) / MIB:.2f} MiB after {v['changes']} changes, "
+                          f"within 512K of it from {settled if settled is not None else '-'} s on; "
                           f"failed {r['failed_pct']:.2f}%, {r['mb_per_s']:.1f} MB/s to clients")
     return 0
 

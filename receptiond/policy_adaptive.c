@@ -13,7 +13,8 @@
  * rejected size is eventually tried again (escaping local minima).  Under
  * light load (disk busy below a threshold) the size does not move by
  * score.  When prefetched data is evicted unused above a threshold, the
- * size jumps down to eviction time x mean stream bitrate, at any load.
+ * size jumps down towards eviction time x mean stream bitrate (at most to
+ * half the size per decision), at any load.
  * Every change is reached gradually (a linear ramp), and scores are taken
  * only once the ramp is over; the first interval after start is a warm-up
  * and is not scored.
@@ -29,9 +30,11 @@
  * separate neighbouring sizes (docs/prefetch-sizing.md); measured side by
  * side, both see the same load.  The files in the trial groups change every
  * interval, so no group keeps a disk zone or a popular video to itself.
+ * A neighbour wins only by more than sigma standard errors (side_by_side).
  *
  *   --policy adaptive[:interval=180s,step=512K,deflate=5%,busy=60%,evict=5%,
  *                      ramp=60s,start=SIZE,compare=side-by-side|intervals,trial=12.5%,
+ *                      sigma=1.5,
  *                      scale=none|sqrt|linear,ref=,min=,max=,
  *                      streams=, and competitive's switch=,rate=,profile=]
  * Defaults are the paper's Table 2; the start size is the competitive

@@ -18,8 +18,12 @@ Parts (names for --only):
                 "mixed_size" gives that size when the fixed sweep is not
                 run (`--only mixed --set mixed_size=1M`)
   trace-SIZE
-                the adaptive policy at the best fixed size's rate for a long
-                run: its size and the disk's throughput over time
+                the adaptive policy started at SIZE at the best fixed size's
+                rate (settings "trace_share", "trace_rate") for a long run:
+                its size and the disk's throughput over time
+  trace-fixed-SIZE
+                a fixed size at the same rate, for reference (settings
+                "trace_fixed": the sizes)
 The adaptive interval is shortened from the paper's 180 s (settings
 "adaptive"): a probe here lasts a minute, not an hour.
 """
@@ -56,6 +60,8 @@ def settings(quick):
             "trace_share": 1.0,
             # or sessions/s, whatever the sweep found (None: by trace_share)
             "trace_rate": None,
+            # fixed sizes traced at the same rate, for reference
+            "trace_fixed": [],
             "mixed_library": {"preset": "mixed", "count": 60 if quick else 500, "seed": 1},
             # None: the best size of this run's fixed sweep
             "mixed_size": None,
@@ -232,17 +238,17 @@ def settled_at(series, final, band):
     return settled
 
 
-def trace(rig, base, s, start, rate, args):
-    """The adaptive policy at a fixed rate: (t, size, target, disk MB/s)
-    every few seconds, and vidload's result."""
-    point = {"part": "trace", "start": start, "rate": rate, "adaptive": args,
-             "duration": s["trace_duration"]}
+def trace(rig, base, s, label, policy, what, rate):
+    """A policy at a fixed rate: (t, size, target, disk MB/s) every few
+    seconds, and vidload's result.  what: the policy's part of the result's
+    point ({"start", "adaptive"} or {"fixed"})."""
+    point = {"part": "trace", **what, "rate": rate, "duration": s["trace_duration"]}
     done = rig.results.get(point)
     if done is not None:
-        rig.progress.skip(f"trace from {start}")
+        rig.progress.skip(label)
         return done
-    cfg = {**base, "mode": "libception", "policy": f"adaptive:start={start},{args}"}
-    h = rig.setup(cfg, f"trace-{start}")
+    cfg = {**base, "mode": "libception", "policy": policy}
+    h = rig.setup(cfg, label)
     series, stop = [], threading.Event()
 
     def poll():
@@ -265,7 +271,7 @@ def trace(rig, base, s, start, rate, args):
 
     poller = threading.Thread(target=poll, daemon=True)
     try:
-        rig.progress.begin(f"trace from {start}: {rate:g} sessions/s for {s['trace_duration']} s")
+        rig.progress.begin(f"{label}: {rate:g} sessions/s for {s['trace_duration']} s")
         poller.start()
         res = vidload.run(h.url, base["library"], rate, s["trace_duration"], quiet=True)["result"]
         rig.progress.end()
@@ -376,22 +382,31 @@ def run(rig, s):
     trace_rate = s["trace_rate"] or (round(best_rate * s["trace_share"], 2) if best_rate else None)
     for start in starts:
         if trace_rate and rig.wants(f"trace-{start}"):
-            traces[start] = trace(rig, base, s, start, trace_rate, args)
+            traces[f"from {start}"] = trace(rig, base, s, f"trace-{start}",
+                                            f"adaptive:start={start},{args}",
+                                            {"start": start, "adaptive": args}, trace_rate)
+    # fixed sizes at the same rate, for reference: what the adaptive size
+    # should have converged to at this load
+    for size in s["trace_fixed"]:
+        if trace_rate and rig.wants(f"trace-fixed-{size}"):
+            traces[f"fixed {size}"] = trace(rig, base, s, f"trace-fixed-{size}",
+                                            f"bitrate:scale=none,size={size}", {"fixed": size},
+                                            trace_rate)
     if traces:
         plots.lines(os.path.join(rig.out, "sizing-adaptive-size.png"),
-                    {f"from {k}": [(p["t"], (p["size"] or 0) / MIB) for p in v["series"]]
+                    {k: [(p["t"], (p["size"] or 0) / MIB) for p in v["series"]]
                      for k, v in traces.items()},
                     "seconds", "prefetch size (MiB)",
                     f"adaptive size over time at {trace_rate:g} sessions/s (paper Figs. 3-4)")
         plots.lines(os.path.join(rig.out, "sizing-adaptive-disk.png"),
-                    {f"from {k}": [(p["t"], p["disk_mb_per_s"]) for p in v["series"]]
+                    {k: [(p["t"], p["disk_mb_per_s"]) for p in v["series"]]
                      for k, v in traces.items()},
                     "seconds", "disk MB/s", "disk throughput under the adaptive policy")
         for k, v in traces.items():
             r = v["result"]
             settled = v.get("settled_at_s")
-            rig.log_plain(f"libception bench: trace from {k}: final size "
-                          f"{(v['final_size'] or 0) / MIB:.2f} MiB after {v['changes']} changes, "
+            rig.log_plain(f"libception bench: trace {k}: final size "
+                          f"{(v['final_size'] or 0) / MIB:.2f} MiB after {v['changes'] or 0} changes, "
                           f"within 512K of it from {settled if settled is not None else '-'} s on; "
                           f"failed {r['failed_pct']:.2f}%, {r['mb_per_s']:.1f} MB/s to clients")
     return 0

@@ -90,6 +90,7 @@ struct adaptive {
 	struct by_size *by_size;      /* [k], this interval */
 	struct by_size *by_size_done; /* [k], the interval before */
 	double arm_score[NARMS];      /* last decision's, -1 if unmeasured */
+	double arm_se[NARMS];         /* and their relative standard errors */
 	struct sz_figures last;
 	char reason[768];
 	char start_source[640];
@@ -488,9 +489,10 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 	double secs = (double)len_ns / 1e9;
 	unsigned k = size_k(a, (double)a->target);
 	unsigned kk[NARMS] = { smaller_k(a, k), k, larger_k(a, k) };
-	double se[NARMS] = {0};
+	double *se = a->arm_se;
 	char txt[NARMS][40];
 	for (int i = 0; i < NARMS; i++) {
+		se[i] = 0;
 		a->arm_score[i] = kk[i] ? size_score(&a->by_size_done[kk[i]], &se[i]) : -1;
 		if (a->arm_score[i] < 0) {
 			snprintf(txt[i], sizeof txt[i], "-");
@@ -776,6 +778,10 @@ static void adaptive_describe(struct rd_policy *p, struct rd_json *j)
 		rd_json_obj_begin(j, "side_by_side");   /* the last decision's groups */
 		for (int i = 0; i < NARMS; i++)
 			rd_json_dbl(j, arm_name[i], a->arm_score[i]);
+		rd_json_obj_end(j);
+		rd_json_obj_begin(j, "side_by_side_rel_se");
+		for (int i = 0; i < NARMS; i++)
+			rd_json_dbl(j, arm_name[i], a->arm_se[i]);
 		rd_json_obj_end(j);
 	}
 	rd_json_obj_begin(j, "scores");

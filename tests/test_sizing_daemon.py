@@ -216,6 +216,7 @@ def test_adaptive_compares_neighbours_side_by_side(make_daemon, sd_mount, profil
     assert p["compare"] == "side-by-side" and p["trial"] == 0.3
     scores = p["side_by_side"]
     assert scores["current"] > 0 and (scores["smaller"] > 0 or scores["larger"] > 0), p
+    assert 0 < p["side_by_side_rel_se"]["current"] < 1 and p["sigma"] == 1.5, p
 
 
 def test_bad_policy_arguments_fall_back_to_fixed(make_daemon, sd_mount, profile_dir):

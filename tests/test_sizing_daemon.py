@@ -207,7 +207,7 @@ def test_adaptive_compares_neighbours_side_by_side(make_daemon, sd_mount, profil
         stop.set()
         t.join()
     log = d.log_text()
-    assert "compare side by side (trial 30% each way, sigma 1.5)" in log
+    assert "compare side by side (trial 30% each way, sigma 1.5, escape 3)" in log
     assert decision.search(log), log
     # Files read at the neighbours' sizes still read right.
     for got, batch in sums[:3]:

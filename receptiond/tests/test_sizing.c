@@ -522,6 +522,7 @@ struct model {
 	double busy_scale;   /* scales service times (load) */
 	double noise;        /* and varies by up to this share every 20 s */
 	double window_noise; /* and each window's by up to this share (seeks) */
+	double bump_lo, bump_hi, bump;   /* windows in [lo, hi] cost 1 + bump times more */
 	unsigned seed;
 };
 
@@ -555,6 +556,8 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 					e = 0;
 				double bytes = (double)w * (1 + e);
 				double service = (m->switch_s + bytes / m->rate) * m->busy_scale * load;
+				if (w >= m->bump_lo && w <= m->bump_hi)
+					service *= 1 + m->bump;
 				if (m->window_noise > 0) {
 					rnd = rnd * 1103515245u + 12345u;
 					service *= 1 + m->window_noise *
@@ -649,8 +652,8 @@ static void test_adaptive(void)
 	 * an eighth of the files, is noisier than the current size's, and the
 	 * lowest of three noisy scores is mostly a trial group's.  Moving only
 	 * on a win by more than 1.5 standard errors of the difference keeps
-	 * the size where it is most of the time (43 moves against 266 in 400
-	 * decisions; with sigma=1 115). */
+	 * the size where it is most of the time (46 moves against 256 in 400
+	 * decisions, the escape's looks two steps away included). */
 	struct model flat = m;
 	flat.switch_s = 0;
 	flat.mem = 1e12;
@@ -667,6 +670,20 @@ static void test_adaptive(void)
 		fprintf(stderr, "flat scores, 4 x 2000 s: %llu moves with sigma=1.5, %llu with sigma=0\n",
 		        (unsigned long long)moves_margin, (unsigned long long)moves_plain);
 	CHECK(moves_plain >= 20 && 3 * moves_margin <= moves_plain);
+	/* A local minimum of the score: windows of 2.5M cost 40% more, so from
+	 * 2M both neighbours score worse, while 3M scores 16% lower than 2M.
+	 * Without the escape the size stays at 2M; with it, the groups try
+	 * 1M and 3M after three kept decisions, and the size goes on to 4M. */
+	struct model bumpy = m;
+	bumpy.bump_lo = 2.25 * MiB;
+	bumpy.bump_hi = 2.75 * MiB;
+	bumpy.bump = 0.4;
+	size = adaptive_run("interval=20s,start=2M,escape=0", &bumpy, 1000, &changes);
+	CHECK(size > 1.9 * MiB && size < 2.1 * MiB && changes == 0);
+	size = adaptive_run("interval=20s,start=2M", &bumpy, 1000, &changes);
+	if (!(size >= 3.5 * MiB && size <= 4.5 * MiB))
+		fprintf(stderr, "local minimum at 2M: mean %.2f MiB\n", size / MiB);
+	CHECK(size >= 3.5 * MiB && size <= 4.5 * MiB);
 	/* Slow streams (50 kB/s: a 1 MiB window lasts 21 s): side by side, an
 	 * interval outlasts twice the largest compared window, so windows read
 	 * in it are done with in it; it still finds mem/n = 1 MiB. */
@@ -696,7 +713,7 @@ static void test_adaptive(void)
 	char err[256];
 	CHECK(p.ops->init(&p, err, sizeof err) == 0);
 	CHECK(strstr(sz_test_last_log, "interval 180 s, step 512K, deflate 5%, busy 60%, evict 5%"));
-	CHECK(strstr(sz_test_last_log, "compare side by side (trial 12.5% each way, sigma 1.5)"));
+	CHECK(strstr(sz_test_last_log, "compare side by side (trial 12.5% each way, sigma 1.5, escape 3)"));
 	p.ops->destroy(&p);
 	d = dev_info("busy=2");
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "busy=2"));
@@ -706,6 +723,8 @@ static void test_adaptive(void)
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "sigma=-1"));
 	d = dev_info("compare=both");
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "compare=both"));
+	d = dev_info("escape=1.5");
+	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "escape=1.5"));
 	d = dev_info("trial=50%");   /* two groups of half the files leave none at the size */
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "trial=50%"));
 }

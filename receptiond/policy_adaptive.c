@@ -477,16 +477,25 @@ static double size_score(const struct by_size *w, double *rel_se)
 	return d / c * (r / c);
 }
 
-/* Side by side, did the smaller group's size score higher than the
- * current one over the interval just ended?  (0 if either had too few
- * windows.) */
-static int smaller_scored_higher(const struct adaptive *a)
+/* Does a score beat the current one by more than sigma standard errors
+ * of the difference of their logarithms? */
+static int beats(double score, double se, double cur, double cur_se, double sigma)
+{
+	return score < cur && log(cur / score) > sigma * sqrt(se * se + cur_se * cur_se);
+}
+
+/* Side by side, over the interval just ended: did the smaller group's size
+ * score lower than the current one by more than sigma standard errors?
+ * -1 if either had too few windows. */
+static int smaller_won(const struct adaptive *a, double sigma)
 {
 	unsigned k = size_k(a, (double)a->target), ks = smaller_k(a, k, a->reach);
-	double se;
+	double se, small_se;
 	double cur = size_score(&a->by_size_done[k], &se);
-	double small = ks ? size_score(&a->by_size_done[ks], &se) : -1;
-	return cur >= 0 && small >= 0 && small >= cur;
+	double small = ks ? size_score(&a->by_size_done[ks], &small_se) : -1;
+	if (cur < 0 || small < 0)
+		return -1;
+	return beats(small, small_se, cur, se, sigma);
 }
 
 /* compare=side-by-side: the neighbours were measured in the same interval on
@@ -538,8 +547,7 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 		if (i == ARM_CURRENT || a->arm_score[i] < 0 || a->arm_score[i] >= cur)
 			continue;
 		lower = 1;
-		double margin = a->sigma * sqrt(se[i] * se[i] + se[ARM_CURRENT] * se[ARM_CURRENT]);
-		if (log(cur / a->arm_score[i]) > margin &&
+		if (beats(a->arm_score[i], se[i], cur, se[ARM_CURRENT], a->sigma) &&
 		    (best == ARM_CURRENT || a->arm_score[i] < a->arm_score[best]))
 			best = i;
 	}
@@ -591,7 +599,7 @@ static int eviction_cut(struct adaptive *a, const struct sz_figures *f, int ligh
 	uint64_t want = fit > half ? fit : half;
 	if (want >= a->target)
 		return 0;
-	if (a->side_by_side && f->evict_fraction < 4 * a->evict_max && smaller_scored_higher(a)) {
+	if (a->side_by_side && f->evict_fraction < 4 * a->evict_max && smaller_won(a, 0) == 0) {
 		/* Side by side the score already carries what evictions
 		 * cost (the windows read again).  Measured on the
 		 * 20,000-video library: the best fixed size (2M) evicted

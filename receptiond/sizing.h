@@ -87,6 +87,8 @@ struct sz_stream {
 	uint64_t win_lo, win_hi;        /* speculative part: beyond what was asked */
 	uint64_t win_ns;                /* when it became resident */
 	uint64_t win_evicted;           /* bytes of it seen evicted so far */
+	uint64_t win_evicted_ns;        /* when the first of them was seen */
+	uint64_t win_needed;            /* of those, bytes the stream came back for */
 	uint64_t win_dropped;           /* bytes of it dropped (no shadow entry) */
 	uint64_t reach;                 /* end of the furthest window the library
 	                                   was told is resident: it asks next there */
@@ -162,6 +164,10 @@ struct sz_counters {
 	uint64_t evicted;          /* prefetched bytes evicted before they were asked for */
 	uint64_t evictions;        /* windows in which an eviction was seen */
 	uint64_t evict_age_ns;     /* sum over those of prefetch-to-eviction time */
+	uint64_t evicted_needed;   /* of evicted, bytes whose stream came back for them
+	                              (missed inside the window): the evictions that cost */
+	uint64_t evictions_needed; /* windows with such bytes */
+	uint64_t evict_needed_age_ns; /* sum over those of prefetch-to-eviction time */
 	uint64_t reread;           /* bytes read again inside an earlier window */
 	uint64_t dropped;          /* prefetched bytes dropped unused without
 	                              reclaim (fadvise, drop_caches) */
@@ -186,6 +192,10 @@ struct sz_stream *sz_account_observe(struct sz_account *a, struct sz_streams *t,
 /* Residency re-check of each stream's outstanding window (cachestat on the
  * held dup): counts prefetched bytes evicted before use and their age. */
 void sz_account_recheck(struct sz_account *a, struct sz_streams *t, uint64_t now);
+/* Bytes of s's window found evicted by reclaim so far (a re-check, or a
+ * re-read inside it), at now. */
+void sz_account_saw_evicted(struct sz_account *a, struct sz_stream *s, uint64_t bytes,
+                            uint64_t now);
 /* Stream-end hook for sz_streams.ended: unconsumed prefetch is waste. */
 void sz_account_stream_ended(void *ctx, struct sz_stream *s, uint64_t now);
 /* Start a new interval: returns the finished one's counters and length. */
@@ -199,6 +209,8 @@ struct sz_figures {
 	double score;              /* disk_ms_per_mib * miss_ratio (SYSTOR 2014 4.1) */
 	double evict_fraction;     /* evicted / prefetched */
 	double evict_age_s;        /* mean prefetch-to-eviction time, 0 if none */
+	double needed_fraction;    /* evicted_needed / prefetched */
+	double needed_age_s;       /* their mean prefetch-to-eviction time */
 };
 void sz_figures(const struct sz_counters *c, uint64_t len_ns, unsigned concurrency,
                 struct sz_figures *f);

@@ -11,7 +11,10 @@
  * left by reclaim (nr_evicted), were evicted unused; a miss inside an
  * earlier window (a re-read) is counted too.  Pages gone without a shadow
  * entry were dropped on purpose (fadvise, drop_caches) and are counted
- * apart.
+ * apart.  Evicted bytes are "needed" once their stream comes back and
+ * misses inside the window: only those cost a read again.  The windows of
+ * viewers who left are evicted too (streams end only after idle_ns), and
+ * cost nothing.
  */
 #include "sizing.h"
 #include "json.h"
@@ -77,6 +80,34 @@ void sz_account_stream_ended(void *ctx, struct sz_stream *s, uint64_t now)
 	}
 }
 
+void sz_account_saw_evicted(struct sz_account *a, struct sz_stream *s, uint64_t bytes,
+                            uint64_t now)
+{
+	if (bytes <= s->win_evicted)
+		return;
+	if (!s->win_evicted) {
+		ADD(a, evictions, 1);
+		ADD(a, evict_age_ns, now > s->win_ns ? now - s->win_ns : 0);
+		s->win_evicted_ns = now;
+	}
+	ADD(a, evicted, bytes - s->win_evicted);
+	s->win_evicted = bytes;
+}
+
+/* s missed inside its window: what reclaim took of it was needed. */
+static void came_back(struct sz_account *a, struct sz_stream *s)
+{
+	if (s->win_evicted <= s->win_needed)
+		return;
+	if (!s->win_needed) {
+		ADD(a, evictions_needed, 1);
+		ADD(a, evict_needed_age_ns, s->win_evicted_ns > s->win_ns ?
+		                            s->win_evicted_ns - s->win_ns : 0);
+	}
+	ADD(a, evicted_needed, s->win_evicted - s->win_needed);
+	s->win_needed = s->win_evicted;
+}
+
 /* Credit the part of s's window that [.., upto) has now passed. */
 static void credit_window(struct sz_account *a, struct sz_stream *s, uint64_t old_frontier,
                           uint64_t upto)
@@ -135,15 +166,9 @@ struct sz_stream *sz_account_observe(struct sz_account *a, struct sz_streams *t,
 			again = s->win_hi - r->offset;
 		if (again) {
 			ADD(a, reread, again);
-			if (again > s->win_evicted) {
-				if (!s->win_evicted) {
-					ADD(a, evictions, 1);
-					ADD(a, evict_age_ns, now > s->win_ns ? now - s->win_ns : 0);
-				}
-				ADD(a, evicted, again - s->win_evicted);
-				s->win_evicted = again;
-			}
+			sz_account_saw_evicted(a, s, again, now);
 		}
+		came_back(a, s);
 	}
 	uint64_t old = s->frontier;
 	uint64_t gained = sz_stream_advance(t, s, r->offset, r->length, now);
@@ -161,7 +186,7 @@ struct sz_stream *sz_account_observe(struct sz_account *a, struct sz_streams *t,
 		if (s->win_hi < s->win_lo)
 			s->win_hi = s->win_lo;
 		s->win_ns = now;
-		s->win_evicted = 0;
+		s->win_evicted = s->win_needed = 0;
 		s->win_dropped = 0;
 		/* Keep a dup of the file for residency re-checks, within a budget
 		 * of descriptors. */
@@ -212,14 +237,7 @@ void sz_account_recheck(struct sz_account *a, struct sz_streams *t, uint64_t now
 			ADD(a, dropped, dropped - s->win_dropped);
 			s->win_dropped = dropped;
 		}
-		if (ev > s->win_evicted) {
-			if (!s->win_evicted) {
-				ADD(a, evictions, 1);
-				ADD(a, evict_age_ns, now > s->win_ns ? now - s->win_ns : 0);
-			}
-			ADD(a, evicted, ev - s->win_evicted);
-			s->win_evicted = ev;
-		}
+		sz_account_saw_evicted(a, s, ev, now);
 	}
 }
 
@@ -244,6 +262,9 @@ void sz_figures(const struct sz_counters *c, uint64_t len_ns, unsigned concurren
 	f->score = f->disk_ms_per_mib * f->miss_ratio;
 	f->evict_fraction = c->prefetched ? (double)c->evicted / (double)c->prefetched : 0;
 	f->evict_age_s = c->evictions ? (double)c->evict_age_ns / 1e9 / (double)c->evictions : 0;
+	f->needed_fraction = c->prefetched ? (double)c->evicted_needed / (double)c->prefetched : 0;
+	f->needed_age_s = c->evictions_needed ?
+	                  (double)c->evict_needed_age_ns / 1e9 / (double)c->evictions_needed : 0;
 }
 
 static void counters_json(struct rd_json *j, const char *key, const struct sz_counters *c,
@@ -264,6 +285,8 @@ static void counters_json(struct rd_json *j, const char *key, const struct sz_co
 	rd_json_u64(j, "wasted_bytes", c->wasted);
 	rd_json_u64(j, "evicted_bytes", c->evicted);
 	rd_json_u64(j, "evicted_windows", c->evictions);
+	rd_json_u64(j, "evicted_needed_bytes", c->evicted_needed);
+	rd_json_dbl(j, "evict_needed_age_s", f.needed_age_s);
 	rd_json_u64(j, "reread_bytes", c->reread);
 	rd_json_u64(j, "dropped_bytes", c->dropped);
 	rd_json_dbl(j, "evict_age_s", f.evict_age_s);

@@ -256,10 +256,13 @@ def test_reclaim_of_prefetched_windows_counts_as_eviction(make_daemon, sd_mount,
         assert p.wait(timeout=120) == 0
     time.sleep(2.5)   # two re-check ticks
     acct = policy_of(d)["accounting"]["total"]
-    print({k: acct[k] for k in ("prefetched_bytes", "evicted_bytes", "evicted_windows",
+    print({k: acct[k] for k in ("prefetched_bytes", "evicted_bytes", "evicted_needed_bytes",
+                                "evicted_windows",
                                 "evict_age_s", "dropped_bytes", "reread_bytes", "useful_bytes",
                                 "wasted_bytes", "miss_ratio")})
     assert acct["prefetched_bytes"] > 80 << 20, acct
     assert acct["evicted_bytes"] > 0 and acct["evicted_windows"] > 0, acct
     assert acct["evict_age_s"] > 0
     assert acct["evicted_bytes"] <= acct["prefetched_bytes"]
+    # Needed: evicted, then missed by its reader (a subset).
+    assert 0 < acct["evicted_needed_bytes"] <= acct["evicted_bytes"]

@@ -59,13 +59,15 @@ def render_accounting(devices):
     if not rows:
         return []
     out = ["", f"{'device':<14} {'consumed':>10} {'prefetched':>10} {'useful':>10} {'wasted':>10} "
-               f"{'evicted':>10} {'evict age':>9} {'miss ratio':>10} {'disk ms/MiB':>11}  size now"]
+               f"{'evicted':>10} {'needed':>10} {'evict age':>9} {'miss ratio':>10} "
+               f"{'disk ms/MiB':>11}  size now"]
     for d, a in rows:
         pol = d["policy"]
         reason = f" ({pol['reason']})" if pol.get("reason") else ""
         out.append(f"{d['name']:<14} {human_bytes(a['demanded_bytes']):>10} "
                    f"{human_bytes(a['prefetched_bytes']):>10} {human_bytes(a['useful_bytes']):>10} "
                    f"{human_bytes(a['wasted_bytes']):>10} {human_bytes(a['evicted_bytes']):>10} "
+                   f"{human_bytes(a.get('evicted_needed_bytes', 0)):>10} "
                    f"{a['evict_age_s']:>8.1f}s {a['miss_ratio']:>10.2f} {a['disk_ms_per_mib']:>11.2f}  "
                    f"{human_bytes(pol['size'])}{reason}")
     return out

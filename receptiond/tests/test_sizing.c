@@ -194,6 +194,48 @@ static void test_streams_and_accounting(void)
 	sz_streams_free(&t);
 }
 
+/* Evicted bytes count as needed only once their stream comes back and
+ * misses inside the window; a stream that ends first (a viewer who left)
+ * leaves them evicted but not needed. */
+static void test_evictions_needed(void)
+{
+	struct sz_streams t;
+	struct sz_account a;
+	CHECK(sz_streams_init(&t, 16) == 0);
+	sz_account_init(&a, 1, 0);
+	t.ended = sz_account_stream_ended;
+	t.ended_ctx = &a;
+	uint64_t now = 10 * SEC;
+	/* Two streams (files 1 and 2), each given [0, 1 MiB) for a 64K ask. */
+	struct sz_stream *s[2];
+	for (int i = 0; i < 2; i++) {
+		struct rd_completion c = completion(1 + i, 0, 65536, MiB, MiB, 10000000, now);
+		s[i] = sz_account_observe(&a, &t, &c, MiB);
+		CHECK(s[i] != NULL);
+	}
+	/* A re-check 2 s later finds 256K of each window evicted by reclaim. */
+	for (int i = 0; i < 2; i++)
+		sz_account_saw_evicted(&a, s[i], 256 * 1024, now + 2 * SEC);
+	CHECK(a.total.evicted == 512 * 1024 && a.total.evictions == 2);
+	CHECK(a.total.evicted_needed == 0);
+	/* Stream 1 comes back and misses at 768K, inside its window: the
+	 * daemon reads a 1 MiB window there, the 256K again and 768K new. */
+	struct rd_completion back = completion(1, 768 * 1024, 65536, MiB, MiB, 5000000,
+	                                       now + 4 * SEC);
+	CHECK(sz_account_observe(&a, &t, &back, MiB) == s[0]);
+	CHECK(a.total.evicted_needed == 256 * 1024 && a.total.evictions_needed == 1);
+	CHECK(a.total.evict_needed_age_ns == 2 * SEC);
+	/* Stream 2 never comes back: it ends with its eviction not needed. */
+	sz_streams_expire(&t, now + 600 * SEC);
+	CHECK(t.live == 0);
+	CHECK(a.total.evicted_needed == 256 * 1024 && a.total.evictions_needed == 1);
+	struct sz_figures f;
+	sz_figures(&a.total, 10 * SEC, 1, &f);
+	CHECK(f.needed_age_s > 1.99 && f.needed_age_s < 2.01);
+	CHECK(f.needed_fraction < f.evict_fraction);
+	sz_streams_free(&t);
+}
+
 /* A request inside the range a stream last asked for, past its start,
  * continues it (a sendfile of one 2.5 MiB Range reply resuming as the
  * socket drains: on the mixed library 70% of the HD streams had no
@@ -833,6 +875,7 @@ int main(void)
 	test_profile();
 	test_scale();
 	test_streams_and_accounting();
+	test_evictions_needed();
 	test_pacing_skips_the_opening_burst();
 	test_reference_bitrate_is_a_percentile();
 	test_stream_continues_inside_its_ask();

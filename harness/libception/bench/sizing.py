@@ -140,7 +140,8 @@ def accounting_at_answer(outcome):
     if after is None:
         return None
     keys = ("demanded_bytes", "read_bytes", "prefetched_bytes", "useful_bytes", "wasted_bytes",
-            "evicted_bytes", "evicted_windows", "dropped_bytes", "reread_bytes")
+            "evicted_bytes", "evicted_needed_bytes", "evicted_windows", "dropped_bytes",
+            "reread_bytes")
     d = {k: after.get(k, 0) - (before.get(k, 0) if before else 0) for k in keys}
     d["miss_ratio"] = d["read_bytes"] / d["demanded_bytes"] if d["demanded_bytes"] else None
     return d
@@ -414,7 +415,8 @@ def run(rig, s):
 
 def print_accounting(acct_rows, out):
     out("libception bench: " + f"{'configuration':<22} {'consumed':>9} {'read':>9} {'useful':>9} "
-        f"{'wasted':>9} {'evicted':>9} {'dropped':>9} {'miss ratio':>10}   (MB, at the answer)")
+        f"{'wasted':>9} {'evicted':>9} {'needed':>9} {'dropped':>9} {'miss ratio':>10}   "
+        "(MB, at the answer; needed: evicted, then missed by its stream)")
     for label, a in acct_rows:
         if not a:
             out(f"libception bench: {label:<22} (no accounting)")
@@ -422,5 +424,5 @@ def print_accounting(acct_rows, out):
         mb = {k: a[k] / 1e6 for k in a if k.endswith("_bytes")}
         out(f"libception bench: {label:<22} {mb['demanded_bytes']:>9.1f} {mb['read_bytes']:>9.1f} "
             f"{mb['useful_bytes']:>9.1f} {mb['wasted_bytes']:>9.1f} {mb['evicted_bytes']:>9.1f} "
-            f"{mb['dropped_bytes']:>9.1f} "
+            f"{mb['evicted_needed_bytes']:>9.1f} {mb['dropped_bytes']:>9.1f} "
             f"{'-' if a['miss_ratio'] is None else format(a['miss_ratio'], '.3f'):>10}")

@@ -151,6 +151,16 @@ class MemoryGroup:
             out[key] = int(value)
         return out
 
+    def file_lists(self):
+        """The page cache's LRU lists and refaults, in bytes: prefetched
+        pages wait on the inactive list, which reclaim empties first;
+        pages read again after eviction come back active (workingset)."""
+        st = self.stat()
+        page = os.sysconf("SC_PAGE_SIZE")
+        return {"active_file": st.get("total_active_file", st.get("active_file", 0)),
+                "inactive_file": st.get("total_inactive_file", st.get("inactive_file", 0)),
+                "refault_file": st.get("workingset_refault_file", 0) * page}
+
     def __enter__(self):
         return self.create()
 

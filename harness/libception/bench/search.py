@@ -153,6 +153,7 @@ def probe(rig, h, cfg, settings, rate, seed):
     settle_s = settle(h)
     h.drop_cache()
     before = rig.snapshot(h)
+    lists_before = h.group.file_lists() if h.group is not None else None
     res = _load(h, cfg, settings, rate, seed)
     _check_alive(h)
     after = rig.snapshot(h)
@@ -183,6 +184,9 @@ def probe(rig, h, cfg, settings, rate, seed):
     if h.group is not None:
         rec["cgroup_max_usage"] = h.group.max_usage()
         rec["cgroup_limit"] = h.group.limit_bytes
+        lists = h.group.file_lists()
+        lists["refault_file"] -= lists_before["refault_file"]
+        rec["memory_lists"] = lists
     rec["pass"] = (res["failed_pct"] <= settings.get("max_fail", 0.3)
                    and not res["errors"].get("integrity"))
     return rec

@@ -267,8 +267,11 @@ def trace(rig, base, s, label, policy, what, rate):
             if last is not None and now > last[0]:
                 mbps = (disk.get("bytes", 0) - last[1]) / (now - last[0]) / 1e6
             last = (now, disk.get("bytes", 0))
-            series.append({"t": round(now, 1), "size": pol.get("size"), "target": pol.get("target"),
-                           "disk_mb_per_s": mbps, "reason": pol.get("reason")})
+            sample = {"t": round(now, 1), "size": pol.get("size"), "target": pol.get("target"),
+                      "disk_mb_per_s": mbps, "reason": pol.get("reason")}
+            if h.group is not None:
+                sample.update(h.group.file_lists())
+            series.append(sample)
 
     poller = threading.Thread(target=poll, daemon=True)
     try:
@@ -286,6 +289,7 @@ def trace(rig, base, s, label, policy, what, rate):
                                                   "started", "failed")},
               "series": series, "final_size": pol.get("size"), "changes": pol.get("changes"),
               "scores": pol.get("scores"),
+              "accounting": (pol.get("accounting") or {}).get("total"),
               "settled_at_s": settled_at(series, pol.get("size"), SETTLED_BAND)}
     rig.results.add(point, **record)
     return rig.results.get(point)

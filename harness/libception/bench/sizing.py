@@ -263,12 +263,13 @@ def trace(rig, base, s, label, policy, what, rate):
                 continue
             pol = st["devices"][0]["policy"] if st.get("devices") else {}
             now = time.monotonic() - t0
-            mbps = None
+            mbps = busy = None
             if last is not None and now > last[0]:
                 mbps = (disk.get("bytes", 0) - last[1]) / (now - last[0]) / 1e6
-            last = (now, disk.get("bytes", 0))
+                busy = (disk.get("busy_s", 0) - last[2]) / (now - last[0])
+            last = (now, disk.get("bytes", 0), disk.get("busy_s", 0))
             sample = {"t": round(now, 1), "size": pol.get("size"), "target": pol.get("target"),
-                      "disk_mb_per_s": mbps, "reason": pol.get("reason")}
+                      "disk_mb_per_s": mbps, "disk_busy": busy, "reason": pol.get("reason")}
             if h.group is not None:
                 sample.update(h.group.file_lists())
             series.append(sample)

@@ -218,8 +218,8 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 		else {
 			snprintf(err, errlen,
 			         "%s: bad argument \"%s=%s\" (interval=, step=, deflate=, busy=, evict=, "
-			         "ramp=, start=, compare=side-by-side|intervals, trial= up to 33%%, sigma=, escape=, switch=, "
-			         "rate=, profile=, scale=, ref=, min=, max=, streams=)",
+			         "ramp=, start=, compare=side-by-side|intervals, trial= up to 33%%, sigma=, "
+			         "escape=, switch=, rate=, profile=, scale=, ref=, min=, max=, streams=)",
 			         a->b.who, key, val);
 			return -1;
 		}

@@ -120,14 +120,20 @@ static struct rd_completion completion(ino_t ino, uint64_t off, uint64_t len, ui
 	return c;
 }
 
+/* A stream table of cap entries whose ended streams count in a. */
+static void start_accounting(struct sz_streams *t, struct sz_account *a, unsigned cap)
+{
+	CHECK(sz_streams_init(t, cap) == 0);
+	sz_account_init(a, 1, 0);
+	t->ended = sz_account_stream_ended;
+	t->ended_ctx = a;
+}
+
 static void test_streams_and_accounting(void)
 {
 	struct sz_streams t;
 	struct sz_account a;
-	CHECK(sz_streams_init(&t, 64) == 0);
-	sz_account_init(&a, 1, 0);
-	t.ended = sz_account_stream_ended;
-	t.ended_ctx = &a;
+	start_accounting(&t, &a, 64);
 	uint64_t now = 1;
 	/* One stream of file 7 at 250 kB/s, asking at the end of each 1 MiB
 	 * window (the library skips what it knows is resident). */
@@ -201,10 +207,7 @@ static void test_evictions_needed(void)
 {
 	struct sz_streams t;
 	struct sz_account a;
-	CHECK(sz_streams_init(&t, 16) == 0);
-	sz_account_init(&a, 1, 0);
-	t.ended = sz_account_stream_ended;
-	t.ended_ctx = &a;
+	start_accounting(&t, &a, 16);
 	uint64_t now = 10 * SEC;
 	/* Two streams (files 1 and 2), each given [0, 1 MiB) for a 64K ask. */
 	struct sz_stream *s[2];

@@ -33,9 +33,16 @@
  * A neighbour wins only by more than sigma standard errors, and after escape
  * sizes kept in a row the groups look two steps away (side_by_side).
  *
+ * score=disk drops the miss ratio and scores disk time per MiB consumed
+ * alone.  That is what limits the rate of sessions a disk-bound server
+ * serves, and it already pays for what is read and not consumed (the disk
+ * time of reading it); the paper's product charges that waste a second
+ * time, through the miss ratio, which pulls the size below the one that
+ * serves most.
+ *
  *   --policy adaptive[:interval=180s,step=512K,deflate=5%,busy=60%,evict=5%,
  *                      ramp=60s,start=SIZE,compare=side-by-side|intervals,trial=12.5%,
- *                      sigma=1.5,escape=3,
+ *                      sigma=1.5,escape=3,score=paper|disk,
  *                      scale=none|sqrt|linear,ref=,min=,max=,
  *                      streams=, and competitive's switch=,rate=,profile=]
  * Defaults are the paper's Table 2; the start size is the competitive
@@ -49,6 +56,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Fewer windows of a size than this say too little to score it. */
+enum { MIN_WINDOWS = 16 };
 
 /* The groups of files measured side by side under compare=side-by-side. */
 enum arm { ARM_SMALLER, ARM_CURRENT, ARM_LARGER, NARMS };
@@ -72,6 +82,7 @@ struct adaptive {
 	double trial;                 /* share of files in each neighbour's group */
 	double sigma;                 /* a neighbour must win by this many standard errors */
 	unsigned escape;              /* after this many sizes kept in a row, look two steps away */
+	double miss_power;            /* score = disk time per MiB x miss ratio^this (score=) */
 	/* state */
 	uint64_t cur;                 /* the size in use now */
 	uint64_t from, target;        /* ramping from -> target */
@@ -113,6 +124,11 @@ static unsigned size_k(const struct adaptive *a, double size)
 	if (k > a->nsteps)
 		k = a->nsteps;
 	return (unsigned)k;
+}
+
+static const char *score_name(const struct adaptive *a)
+{
+	return a->miss_power ? "paper" : "disk";
 }
 
 /* The sizes d steps away from step k that may be used (0 if none). */
@@ -206,6 +222,9 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 		else if (strcmp(key, "sigma") == 0 && sz_parse_number(val, &a->sigma) == 0 &&
 		         a->sigma >= 0)
 			;
+		else if (strcmp(key, "score") == 0 &&
+		         (strcmp(val, "paper") == 0 || strcmp(val, "disk") == 0))
+			a->miss_power = val[0] == 'p';
 		else if (strcmp(key, "escape") == 0 && sz_parse_number(val, &num) == 0 &&
 		         num >= 0 && num <= 1000 && num == floor(num))
 			a->escape = (unsigned)num;
@@ -219,7 +238,8 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 			snprintf(err, errlen,
 			         "%s: bad argument \"%s=%s\" (interval=, step=, deflate=, busy=, evict=, "
 			         "ramp=, start=, compare=side-by-side|intervals, trial= up to 33%%, sigma=, "
-			         "escape=, switch=, rate=, profile=, scale=, ref=, min=, max=, streams=)",
+			         "escape=, score=paper|disk, switch=, rate=, profile=, scale=, ref=, min=, "
+			         "max=, streams=)",
 			         a->b.who, key, val);
 			return -1;
 		}
@@ -320,6 +340,7 @@ static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 	a->trial = 0.125;
 	a->sigma = 1.5;
 	a->escape = 3;
+	a->miss_power = 1;
 	a->reach = 1;
 	for (int i = 0; i < NARMS; i++)
 		a->arm_score[i] = -1;
@@ -352,10 +373,10 @@ static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 		snprintf(cmp, sizeof cmp, "compare side by side (trial %.3g%% each way, sigma %.3g, "
 		         "escape %u)", a->trial * 100, a->sigma, a->escape);
 	rd_log("%s: size %s from %s; interval %.3g s, step %s, deflate %.3g%%, busy %.3g%%, "
-	       "evict %.3g%%, ramp %.3g s, %s, %u read%s at once", a->b.who,
+	       "evict %.3g%%, ramp %.3g s, score %s, %s, %u read%s at once", a->b.who,
 	       sz_fmt_size(a->cur, s, sizeof s), a->start_source, (double)a->interval_ns / 1e9,
 	       sz_fmt_size(a->step, st, sizeof st), a->deflate * 100, a->busy_min * 100,
-	       a->evict_max * 100, (double)a->ramp_ns / 1e9, cmp, p->concurrency,
+	       a->evict_max * 100, (double)a->ramp_ns / 1e9, score_name(a), cmp, p->concurrency,
 	       p->concurrency == 1 ? "" : "s");
 	return 0;
 fail:
@@ -396,6 +417,12 @@ static void set_target(struct adaptive *a, uint64_t target, uint64_t now, const 
 	a->changes++;
 }
 
+/* The score of a whole interval, from the device's figures. */
+static double interval_score(const struct adaptive *a, const struct sz_figures *f)
+{
+	return f->disk_ms_per_mib * pow(f->miss_ratio, a->miss_power);
+}
+
 /* Store the score just measured at the target size; returns its step. */
 static unsigned keep_score(struct adaptive *a, double score)
 {
@@ -408,11 +435,11 @@ static unsigned keep_score(struct adaptive *a, double score)
 /* Gradient step (section 4.1) from the score just measured at target. */
 static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t now)
 {
-	unsigned k = keep_score(a, f->score);
+	unsigned k = keep_score(a, interval_score(a, f));
 	unsigned ks = k - 1, kl = k + 1;
 	int has_s = smaller_k(a, k, 1) != 0, has_l = larger_k(a, k, 1) != 0;
 	int ms = has_s && a->scored[ks], ml = has_l && a->scored[kl];
-	double s = f->score;
+	double s = interval_score(a, f);
 	unsigned go = k;
 	const char *rule = NULL;
 	if (ml && a->score[kl] < s && (!ms || a->score[kl] <= a->score[ks])) {
@@ -458,23 +485,25 @@ static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t no
 /* One size's score over the interval, as sz_figures's but from its own
  * windows; -1 if too few of them were done with to judge.  *rel_se is the
  * score's relative standard error, by the delta method: with per-window
- * disk time d, bytes read r and consumed c, the score is mean(d) mean(r) /
- * mean(c)^2, so ln(score) varies as the mean of z = d/mean(d) + r/mean(r)
- * - 2c/mean(c), whose own mean is 0. */
-static double size_score(const struct by_size *w, double *rel_se)
+ * disk time d, bytes read r and consumed c, and b the miss ratio's power
+ * (1 for the paper's score, 0 for score=disk), the score is
+ * mean(d) mean(r)^b / mean(c)^(1+b), so ln(score) varies as the mean of
+ * z = d/mean(d) + b r/mean(r) - (1+b) c/mean(c), whose own mean is 0. */
+static double size_score(const struct adaptive *a, const struct by_size *w, double *rel_se)
 {
 	*rel_se = 0;
-	if (w->windows < 16 || !w->consumed || !w->read)
+	if (w->windows < MIN_WINDOWS || !w->consumed || !w->read)
 		return -1;
-	double n = (double)w->windows;
+	double n = (double)w->windows, b = a->miss_power, e = 1 + b;
 	double d = (double)w->disk_ns / 1e6 / n, r = (double)w->read / SZ_MIB / n,
 	       c = (double)w->consumed / SZ_MIB / n;
 	if (d > 0) {
-		double zz = (w->dd / (d * d) + w->rr / (r * r) + 4 * w->cc / (c * c) +
-		             2 * w->dr / (d * r) - 4 * w->dc / (d * c) - 4 * w->rc / (r * c)) / n;
+		double zz = (w->dd / (d * d) + b * b * w->rr / (r * r) + e * e * w->cc / (c * c) +
+		             2 * b * w->dr / (d * r) - 2 * e * w->dc / (d * c) -
+		             2 * b * e * w->rc / (r * c)) / n;
 		*rel_se = zz > 0 ? sqrt(zz / n) : 0;
 	}
-	return d / c * (r / c);
+	return d / c * pow(r / c, b);
 }
 
 /* Does a score beat the current one by more than sigma standard errors
@@ -512,8 +541,8 @@ static int smaller_won(const struct adaptive *a, double sigma)
 {
 	unsigned k = size_k(a, (double)a->target), ks = smaller_k(a, k, a->reach);
 	double se, small_se;
-	double cur = size_score(&a->by_size_done[k], &se);
-	double small = ks ? size_score(&a->by_size_done[ks], &small_se) : -1;
+	double cur = size_score(a, &a->by_size_done[k], &se);
+	double small = ks ? size_score(a, &a->by_size_done[ks], &small_se) : -1;
 	if (cur < 0 || small < 0)
 		return -1;
 	return beats(small, small_se, cur, se, sigma);
@@ -543,7 +572,7 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 	char txt[NARMS][40];
 	for (int i = 0; i < NARMS; i++) {
 		se[i] = 0;
-		a->arm_score[i] = kk[i] ? size_score(&a->by_size_done[kk[i]], &se[i]) : -1;
+		a->arm_score[i] = kk[i] ? size_score(a, &a->by_size_done[kk[i]], &se[i]) : -1;
 		if (a->arm_score[i] < 0) {
 			snprintf(txt[i], sizeof txt[i], "-");
 			continue;
@@ -652,8 +681,9 @@ static int eviction_cut(struct adaptive *a, const struct sz_figures *f, int ligh
 	 * which says nothing of the size. */
 	char why[320], w[32], kept[48] = "light load, no score kept";
 	if (!light) {
-		keep_score(a, f->score);
-		snprintf(kept, sizeof kept, "score %.3g kept for this size", f->score);
+		double score = interval_score(a, f);
+		keep_score(a, score);
+		snprintf(kept, sizeof kept, "score %.3g kept for this size", score);
 	}
 	snprintf(why, sizeof why, "evictions: %.1f%% of prefetched bytes evicted before their "
 	         "streams came back for them (%.1f%% evicted in all) after %.1f s on average, mean "
@@ -669,23 +699,6 @@ static int light_load(const struct adaptive *a, const struct sz_counters *c,
                       const struct sz_figures *f)
 {
 	return f->busy < a->busy_min || !c->demanded;
-}
-
-/* The eviction rule over the interval so far, for an interval stretched
- * for its windows (below): it is there to act faster than the gradient.
- * The score's consent, side by side, is then the last whole interval's.
- * Measured on the HD library from 8M: the first interval lasted 85 s
- * (twice an 8.5M window at 200 kB/s) while 83% of what was prefetched was
- * evicted unused. */
-static int eviction_cut_so_far(struct adaptive *a, uint64_t now)
-{
-	const struct sz_counters *c = &a->b.acct.interval;
-	struct sz_figures f;
-	sz_figures(c, now - a->b.acct.interval_start_ns, a->b.acct.concurrency, &f);
-	if (!eviction_cut(a, &f, light_load(a, c, &f), now))
-		return 0;
-	a->last = f;
-	return 1;
 }
 
 static void decide(struct adaptive *a, uint64_t now)
@@ -749,6 +762,23 @@ static uint64_t interval_needed_ns(const struct adaptive *a)
 	return need > (double)a->interval_ns ? (uint64_t)need : a->interval_ns;
 }
 
+/* Has a group compared side by side fewer than MIN_WINDOWS windows done
+ * with?  With large windows a trial group (an eighth of the streams)
+ * finishes few per interval; without waiting for them no group was ever
+ * scored and the size never moved (tests/test_sizing.c, viewers who
+ * leave, from 16M: 100 decisions, none with a neighbour scored). */
+static int groups_short(const struct adaptive *a)
+{
+	if (!a->side_by_side)
+		return 0;
+	unsigned k = size_k(a, (double)a->target);
+	unsigned kk[NARMS] = { smaller_k(a, k, a->reach), k, larger_k(a, k, a->reach) };
+	for (int i = 0; i < NARMS; i++)
+		if (kk[i] && a->by_size[kk[i]].windows < MIN_WINDOWS)
+			return 1;
+	return 0;
+}
+
 static void adaptive_tick(struct rd_policy *p, uint64_t now)
 {
 	struct adaptive *a = p->priv;
@@ -773,12 +803,24 @@ static void adaptive_tick(struct rd_policy *p, uint64_t now)
 	}
 	if (now >= a->next_adjust_ns) {
 		uint64_t start = a->b.acct.interval_start_ns, need = interval_needed_ns(a);
-		if (need > a->interval_ns && now - start < need) {
-			/* The comparison waits for its windows; evictions are
-			 * checked every interval meanwhile. */
-			if (!eviction_cut_so_far(a, now))
-				a->next_adjust_ns = now + a->interval_ns < start + need ?
-				                    now + a->interval_ns : start + need;
+		uint64_t waited = now - start;
+		const struct sz_counters *c = &a->b.acct.interval;
+		struct sz_figures f;
+		sz_figures(c, waited, a->b.acct.concurrency, &f);
+		int light = light_load(a, c, &f);
+		/* Under light load no score moves the size: nothing to wait for
+		 * but the windows read in the interval. */
+		if (waited < need || (!light && groups_short(a) && waited < 10 * a->interval_ns)) {
+			/* The eviction rule acts on the interval so far: it is
+			 * there to act faster than the scores.  Measured on the
+			 * HD library from 8M: the first interval lasted 85 s
+			 * (twice an 8.5M window at 200 kB/s) while 83% of what
+			 * was prefetched was evicted unused. */
+			if (eviction_cut(a, &f, light, now))
+				a->last = f;
+			else
+				a->next_adjust_ns = waited < need && start + need < now + a->interval_ns ?
+				                    start + need : now + a->interval_ns;
 			return;
 		}
 		a->next_adjust_ns = now + a->interval_ns;
@@ -872,6 +914,7 @@ static void adaptive_describe(struct rd_policy *p, struct rd_json *j)
 	rd_json_dbl(j, "busy", a->busy_min);
 	rd_json_dbl(j, "evict", a->evict_max);
 	rd_json_dbl(j, "ramp_s", (double)a->ramp_ns / 1e9);
+	rd_json_str(j, "score", score_name(a));
 	rd_json_str(j, "start", a->start_source);
 	rd_json_obj_end(j);
 	sz_base_describe(&a->b, j);

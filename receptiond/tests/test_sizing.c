@@ -559,7 +559,10 @@ static void test_competitive(void)
  * memory holds mem bytes of prefetched data, and the share of windows that
  * does not fit is read twice (evictions).  Score per size is then
  *   (switch + W(1+e)/rate) / W * (1+e),  e = max(0, 1 - mem/(n W)),
- * lowest at W = mem/n.  One second of traffic per tick.
+ * lowest at W = mem/n.  One second of traffic per tick.  With session= set,
+ * viewers leave: each stream stops after a length drawn uniformly from
+ * [session/3, 5 session/3] and a new one starts on another file, so the
+ * last window of every session is read but not all of it watched.
  */
 struct model {
 	unsigned n;
@@ -568,28 +571,54 @@ struct model {
 	double noise;        /* and varies by up to this share every 20 s */
 	double window_noise; /* and each window's by up to this share (seeks) */
 	double bump_lo, bump_hi, bump;   /* windows in [lo, hi] cost 1 + bump times more */
+	double session;      /* mean bytes a viewer watches (0: forever) */
 	unsigned seed;
 };
 
+static double model_random(unsigned *rnd)
+{
+	*rnd = *rnd * 1103515245u + 12345u;
+	return ((*rnd >> 8) & 0xffff) / 65535.0;
+}
+
+/* One viewer of the model: where it has got, how far its file is
+ * resident, which file, and where its session ends. */
+struct viewer {
+	uint64_t pos, resident_end, stop;
+	ino_t ino;
+};
+
+static void viewer_start(struct viewer *v, const struct model *m, unsigned i, unsigned *sessions,
+                         unsigned *rnd)
+{
+	v->ino = 1000 + i + 64 * (*sessions)++;
+	v->pos = v->resident_end = (uint64_t)i << 36;   /* far apart */
+	v->stop = m->session > 0 ? v->pos + (uint64_t)(m->session * (1 + 4 * model_random(rnd)) / 3)
+	                         : UINT64_MAX;
+}
+
 /* Returns the mean window size over the second half of the run. */
-static double run_model(struct rd_policy *p, const struct model *m, uint64_t *now, unsigned seconds,
-                        uint64_t *pos, uint64_t *resident_end)
+static double run_model(struct rd_policy *p, const struct model *m, uint64_t *now, unsigned seconds)
 {
 	double sum = 0;
-	unsigned n = 0;
+	unsigned n = 0, sessions = 0;
 	uint64_t disk_free = *now;   /* the model disk serves one read at a time */
-	unsigned rnd = m->seed;
+	unsigned rnd = m->seed, vrnd = m->seed + 7;
 	double load = 1;
+	struct viewer v[64];
+	for (unsigned i = 0; i < m->n; i++)
+		viewer_start(&v[i], m, i, &sessions, &vrnd);
 	for (unsigned s = 0; s < seconds; s++) {
-		if (m->noise > 0 && s % 20 == 0) {
-			rnd = rnd * 1103515245u + 12345u;
-			load = 1 + m->noise * (2.0 * ((rnd >> 8) & 0xffff) / 65535.0 - 1);
-		}
+		if (m->noise > 0 && s % 20 == 0)
+			load = 1 + m->noise * (2 * model_random(&rnd) - 1);
 		for (unsigned i = 0; i < m->n; i++) {
-			pos[i] += (uint64_t)m->bitrate;
-			while (pos[i] >= resident_end[i]) {
-				struct rd_request_info r = { .dev = makedev(0, 99), .ino = 1000 + i,
-				                             .file_size = 1ull << 40, .offset = resident_end[i],
+			v[i].pos += (uint64_t)m->bitrate;
+			if (v[i].pos >= v[i].stop)
+				viewer_start(&v[i], m, i, &sessions, &vrnd);
+			while (v[i].pos >= v[i].resident_end) {
+				struct rd_request_info r = { .dev = makedev(0, 99), .ino = v[i].ino,
+				                             .file_size = 1ull << 40,
+				                             .offset = v[i].resident_end,
 				                             .length = 65536, .arrival_ns = *now };
 				uint64_t w = p->ops->size(p, &r);
 				if (s >= seconds / 2) {
@@ -603,11 +632,8 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 				double service = (m->switch_s + bytes / m->rate) * m->busy_scale * load;
 				if (w >= m->bump_lo && w <= m->bump_hi)
 					service *= 1 + m->bump;
-				if (m->window_noise > 0) {
-					rnd = rnd * 1103515245u + 12345u;
-					service *= 1 + m->window_noise *
-					               (2.0 * ((rnd >> 8) & 0xffff) / 65535.0 - 1);
-				}
+				if (m->window_noise > 0)
+					service *= 1 + m->window_noise * (2 * model_random(&rnd) - 1);
 				if (disk_free < *now)
 					disk_free = *now;
 				disk_free += (uint64_t)(service * 1e9);
@@ -615,7 +641,7 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 				                                    (uint64_t)(service * 1e9), disk_free);
 				c.req = r;
 				p->ops->observe(p, &c);
-				resident_end[i] = r.offset + w;
+				v[i].resident_end = r.offset + w;
 			}
 		}
 		*now += SEC;
@@ -636,10 +662,7 @@ static double adaptive_run(const char *args, const struct model *m, unsigned sec
 	if (err[0])
 		fprintf(stderr, "test_sizing: %s\n", err);
 	uint64_t now = rd_now_ns();
-	uint64_t pos[64] = {0}, end[64] = {0};
-	for (unsigned i = 0; i < m->n; i++)
-		pos[i] = end[i] = (uint64_t)i << 36;   /* far apart */
-	double mean = run_model(&p, m, &now, seconds, pos, end);
+	double mean = run_model(&p, m, &now, seconds);
 	struct rd_json j;
 	rd_json_init(&j);
 	rd_json_obj_begin(&j, NULL);
@@ -666,6 +689,7 @@ static void test_adaptive(void)
 	static const char *const runs[] = {
 		"interval=20s,start=2M,compare=intervals", "interval=20s,start=8M,compare=intervals",
 		"interval=20s,start=2M", "interval=20s,start=8M",   /* side by side */
+		"interval=20s,start=2M,score=disk", "interval=20s,start=8M,score=disk,compare=intervals",
 	};
 	for (unsigned i = 0; i < sizeof runs / sizeof *runs; i++) {
 		size = adaptive_run(runs[i], &m, 1000, &changes);
@@ -730,6 +754,17 @@ static void test_adaptive(void)
 	if (!(size >= 3.5 * MiB && size <= 4.5 * MiB))
 		fprintf(stderr, "local minimum at 2M: mean %.2f MiB\n", size / MiB);
 	CHECK(size >= 3.5 * MiB && size <= 4.5 * MiB);
+	/* Viewers who leave (sessions of 8-40 MiB, no memory limit), from
+	 * 16M: an eighth of 45 streams finishes few 16M windows in 20 s, and
+	 * the comparison waits until each group has 16 done with.  Without
+	 * that wait no neighbour was ever scored and the size moved once in
+	 * 3000 s (the ramp from 16M); with it, 13 times. */
+	struct model leave = m;
+	leave.n = 45;
+	leave.mem = 1e12;
+	leave.session = 24.0 * MiB;
+	adaptive_run("interval=20s,start=16M", &leave, 3000, &changes);
+	CHECK(changes >= 4);
 	/* Slow streams (50 kB/s: a 1 MiB window lasts 21 s): side by side, an
 	 * interval outlasts twice the largest compared window, so windows read
 	 * in it are done with in it; it still finds mem/n = 1 MiB. */
@@ -759,6 +794,7 @@ static void test_adaptive(void)
 	char err[256];
 	CHECK(p.ops->init(&p, err, sizeof err) == 0);
 	CHECK(strstr(sz_test_last_log, "interval 180 s, step 512K, deflate 5%, busy 60%, evict 5%"));
+	CHECK(strstr(sz_test_last_log, "score paper"));
 	CHECK(strstr(sz_test_last_log, "compare side by side (trial 12.5% each way, sigma 1.5, escape 3)"));
 	p.ops->destroy(&p);
 	d = dev_info("busy=2");
@@ -769,6 +805,8 @@ static void test_adaptive(void)
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "sigma=-1"));
 	d = dev_info("compare=both");
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "compare=both"));
+	d = dev_info("score=mixed");
+	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "score=mixed"));
 	d = dev_info("escape=1.5");
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "escape=1.5"));
 	d = dev_info("trial=50%");   /* two groups of half the files leave none at the size */

@@ -210,6 +210,7 @@ struct sz_figures {
 	double evict_fraction;     /* evicted / prefetched */
 	double evict_age_s;        /* mean prefetch-to-eviction time, 0 if none */
 	double needed_fraction;    /* evicted_needed / prefetched */
+	double needed_read_share;  /* evicted_needed / read: the reads they cost again */
 	double needed_age_s;       /* their mean prefetch-to-eviction time */
 };
 void sz_figures(const struct sz_counters *c, uint64_t len_ns, unsigned concurrency,

@@ -263,6 +263,7 @@ void sz_figures(const struct sz_counters *c, uint64_t len_ns, unsigned concurren
 	f->evict_fraction = c->prefetched ? (double)c->evicted / (double)c->prefetched : 0;
 	f->evict_age_s = c->evictions ? (double)c->evict_age_ns / 1e9 / (double)c->evictions : 0;
 	f->needed_fraction = c->prefetched ? (double)c->evicted_needed / (double)c->prefetched : 0;
+	f->needed_read_share = c->read ? (double)c->evicted_needed / (double)c->read : 0;
 	f->needed_age_s = c->evictions_needed ?
 	                  (double)c->evict_needed_age_ns / 1e9 / (double)c->evictions_needed : 0;
 }

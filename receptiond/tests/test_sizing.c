@@ -236,6 +236,10 @@ static void test_evictions_needed(void)
 	sz_figures(&a.total, 10 * SEC, 1, &f);
 	CHECK(f.needed_age_s > 1.99 && f.needed_age_s < 2.01);
 	CHECK(f.needed_fraction < f.evict_fraction);
+	/* What the rule weighs: the needed bytes as a share of all read
+	 * (3 MiB: two windows and the one read again). */
+	CHECK(a.total.read == 3 * MiB);
+	CHECK(f.needed_read_share > 0.0833 && f.needed_read_share < 0.0834);
 	sz_streams_free(&t);
 }
 

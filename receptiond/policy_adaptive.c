@@ -38,7 +38,9 @@
  * serves, and it already pays for what is read and not consumed (the disk
  * time of reading it); the paper's product charges that waste a second
  * time, through the miss ratio, which pulls the size below the one that
- * serves most.
+ * serves most.  Not the default: D alone cannot see memory run short
+ * where re-reading costs no seek, and in the slow-streams model of
+ * tests/test_sizing.c it grew the size from the paper's 1M to 4.5M.
  *
  *   --policy adaptive[:interval=180s,step=512K,deflate=5%,busy=60%,evict=5%,
  *                      ramp=60s,start=SIZE,compare=side-by-side|intervals,trial=12.5%,

@@ -205,10 +205,20 @@ class _Handle:
 
     def drop_cache(self):
         """Evict the served files from the page cache (every probe starts
-        cold, whatever ran before it).  Everything the server and receptiond
-        read is charged to their group, so emptying the group suffices and
-        costs no walk over a 20,000-file library; a real-directory docroot
-        may also hold pages charged elsewhere (it was just written)."""
+        cold, whatever ran before it).  The mounts' files are dropped
+        first (POSIX_FADV_DONTNEED), then the group is emptied of whatever
+        is left.  Emptying the group alone reclaims, and reclaim leaves
+        shadow entries, so receptiond counted every window of the last
+        probe as evicted, and as a "needed" eviction wherever a new
+        session read into one: on the HD library from 8M the adaptive
+        policy saw intervals with 70-135% of their prefetch "needed"
+        (more than they prefetched) and cut 8M to 1.5M within the first
+        probes.  Dropped pages leave no shadow, and receptiond counts them
+        as dropped, as it would an operator's drop.  A real-directory
+        docroot may also hold pages charged elsewhere (it was just
+        written)."""
+        for m in self.mounts:
+            m.drop_cache()
         if self.group is not None:
             self.group.drop_cache()
         if not self.mounts and self.docroot:

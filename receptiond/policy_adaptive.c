@@ -144,6 +144,16 @@ static unsigned larger_k(const struct adaptive *a, unsigned k, unsigned d)
 	return k + d <= a->nsteps ? k + d : 0;
 }
 
+/* The size steps the three groups compare this interval, by group (0
+ * where a neighbour lies beyond the sizes that may be used). */
+static void compared_steps(const struct adaptive *a, unsigned kk[NARMS])
+{
+	unsigned k = size_k(a, (double)a->target);
+	kk[ARM_SMALLER] = smaller_k(a, k, a->reach);
+	kk[ARM_CURRENT] = k;
+	kk[ARM_LARGER] = larger_k(a, k, a->reach);
+}
+
 /* Which group a file is in this interval: a share trial of the files
  * (by a hash of the file, shifted every interval) tries the smaller size,
  * as many the larger, the rest the current one. */
@@ -437,11 +447,11 @@ static unsigned keep_score(struct adaptive *a, double score)
 /* Gradient step (section 4.1) from the score just measured at target. */
 static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t now)
 {
-	unsigned k = keep_score(a, interval_score(a, f));
+	double s = interval_score(a, f);
+	unsigned k = keep_score(a, s);
 	unsigned ks = k - 1, kl = k + 1;
 	int has_s = smaller_k(a, k, 1) != 0, has_l = larger_k(a, k, 1) != 0;
 	int ms = has_s && a->scored[ks], ml = has_l && a->scored[kl];
-	double s = interval_score(a, f);
 	unsigned go = k;
 	const char *rule = NULL;
 	if (ml && a->score[kl] < s && (!ms || a->score[kl] <= a->score[ks])) {
@@ -568,8 +578,9 @@ static int smaller_won(const struct adaptive *a, double sigma)
 static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 {
 	double secs = (double)len_ns / 1e9;
-	unsigned k = size_k(a, (double)a->target);
-	unsigned kk[NARMS] = { smaller_k(a, k, a->reach), k, larger_k(a, k, a->reach) };
+	unsigned kk[NARMS];
+	compared_steps(a, kk);
+	unsigned k = kk[ARM_CURRENT];
 	double *se = a->arm_se;
 	char txt[NARMS][40];
 	for (int i = 0; i < NARMS; i++) {
@@ -783,8 +794,8 @@ static int groups_short(const struct adaptive *a)
 {
 	if (!a->side_by_side)
 		return 0;
-	unsigned k = size_k(a, (double)a->target);
-	unsigned kk[NARMS] = { smaller_k(a, k, a->reach), k, larger_k(a, k, a->reach) };
+	unsigned kk[NARMS];
+	compared_steps(a, kk);
 	for (int i = 0; i < NARMS; i++)
 		if (kk[i] && a->by_size[kk[i]].windows < MIN_WINDOWS)
 			return 1;

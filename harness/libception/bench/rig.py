@@ -212,7 +212,7 @@ class _Handle:
         probe as evicted, and as a "needed" eviction wherever a new
         session read into one: on the HD library from 8M the adaptive
         policy saw intervals with 70-135% of their prefetch "needed"
-        (more than they prefetched) and cut 8M to 1.5M within the first
+        (more than they prefetched) and cut 8M to 1M within the first
         probes.  Dropped pages leave no shadow, and receptiond counts them
         as dropped, as it would an operator's drop.  A real-directory
         docroot may also hold pages charged elsewhere (it was just

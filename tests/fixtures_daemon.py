@@ -77,8 +77,14 @@ class Daemon:
     def stats(self):
         return lcd.stats(self.path)
 
-    def device(self, name=None):
+    def device(self, name=None, path=None):
+        """The one device in the stats, or the one named, or the one path is on
+        (a Python reader may also miss on its own modules, on the root disk)."""
         devs = self.stats()["devices"]
+        if path is not None:
+            st_dev = os.stat(path).st_dev
+            disk = f"{os.major(st_dev)}:{os.minor(st_dev)}"
+            return next(d for d in devs if d["disk"] == disk)
         if name is None:
             assert len(devs) == 1, devs
             return devs[0]

@@ -40,8 +40,8 @@ def expected_sha(mount, name):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def policy_of(daemon):
-    return daemon.device()["policy"]
+def policy_of(daemon, mount):
+    return daemon.device(path=mount.path)["policy"]
 
 
 def test_competitive_slow_start_and_accounting(make_daemon, sd_mount, profile_dir):
@@ -52,7 +52,7 @@ def test_competitive_slow_start_and_accounting(make_daemon, sd_mount, profile_di
     # 20 ms x 100 MiB/s = 2 MiB
     assert re.search(r"receptiond: competitive fuse-\S+: size 2\.00M = switch 20\.00 ms x "
                      r"104\.9 MB/s \(arguments\); slow start on from 64K; 1 read at once", log), log
-    p = policy_of(d)
+    p = policy_of(d, sd_mount)
     assert p["name"] == "competitive" and p["size"] == 2 << 20
     assert p["windows_slow_start"] >= 3 * 5      # 64K..1M doubling, per stream
     assert p["windows_full"] > 0
@@ -82,7 +82,7 @@ def test_competitive_takes_the_stored_profile(make_daemon, sd_mount, profile_dir
     log = d.log_text()
     assert f"switch 15.00 ms x 120.0 MB/s ({profile_dir}/{sd_mount.bdi}.json)" in log, log
     assert "2 reads at once" in log
-    dev = d.device()
+    dev = d.device(path=sd_mount.path)
     assert dev["workers"] == 2
     assert dev["policy"]["windows_slow_start"] == 0
 
@@ -117,7 +117,7 @@ def test_a_device_without_seeks_is_left_to_the_library(make_daemon, sd_mount, pr
         assert r.stdout == b"".join(os.pread(f.fileno(), 4096, off) for off in offsets)
     reads = len(offsets)
     assert reads > 20
-    dev = d.device()
+    dev = d.device(path=sd_mount.path)
     log = d.log_text()
     if not direct:
         assert dev["policy"]["direct"] is True
@@ -167,7 +167,7 @@ def test_adaptive_logs_each_change_with_its_reason(make_daemon, sd_mount, profil
     log = d.log_text()
     assert "adaptive fuse-" in log and "size 1.00M from start argument" in log
     assert change.search(log), log
-    p = policy_of(d)
+    p = policy_of(d, sd_mount)
     assert p["changes"] >= 1 and p["decisions"] >= 2
     assert p["target"] >= 1536 * 1024 and "->" in p["reason"] or p["reason"].startswith("minimum")
     assert p["scores"], p
@@ -212,7 +212,7 @@ def test_adaptive_compares_neighbours_side_by_side(make_daemon, sd_mount, profil
     # Files read at the neighbours' sizes still read right.
     for got, batch in sums[:3]:
         assert got == [expected_sha(sd_mount, n) for n in batch]
-    p = policy_of(d)
+    p = policy_of(d, sd_mount)
     assert p["compare"] == "side-by-side" and p["trial"] == 0.3
     scores = p["side_by_side"]
     assert scores["current"] > 0 and (scores["smaller"] > 0 or scores["larger"] > 0), p
@@ -226,7 +226,7 @@ def test_bad_policy_arguments_fall_back_to_fixed(make_daemon, sd_mount, profile_
     log = d.log_text()
     assert re.search(r"receptiond: device fuse-\S+: policy adaptive: adaptive fuse-\S+: bad "
                      r"argument \"bogus=1\" .*; using fixed", log), log
-    assert policy_of(d)["name"] == "fixed"
+    assert policy_of(d, sd_mount)["name"] == "fixed"
 
 
 SLOW_READER = """
@@ -255,7 +255,7 @@ def test_reclaim_of_prefetched_windows_counts_as_eviction(make_daemon, sd_mount,
     for p in procs:
         assert p.wait(timeout=120) == 0
     time.sleep(2.5)   # two re-check ticks
-    acct = policy_of(d)["accounting"]["total"]
+    acct = policy_of(d, sd_mount)["accounting"]["total"]
     print({k: acct[k] for k in ("prefetched_bytes", "evicted_bytes", "evicted_needed_bytes",
                                 "evicted_windows",
                                 "evict_age_s", "dropped_bytes", "reread_bytes", "useful_bytes",

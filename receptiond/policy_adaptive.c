@@ -419,6 +419,8 @@ static void set_target(struct adaptive *a, uint64_t target, uint64_t now, const 
 	rd_log("%s: size %s -> %s: %s", a->b.who, sz_fmt_size(a->target, o, sizeof o),
 	       sz_fmt_size(target, n, sizeof n), why);
 	snprintf(a->reason, sizeof a->reason, "%s -> %s: %s", o, n, why);
+	if (target < a->target)
+		a->b.acct.cut_ns = now + a->ramp_ns;
 	a->from = a->cur;
 	a->target = target;
 	a->ramp_start_ns = now;
@@ -657,6 +659,12 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
  *   start (the last probe's sessions all gone at once) 57-124% of the
  *   interval's prefetch was evicted, and the rule cut 512K to 256K six and
  *   fourteen times, while fixed 512K evicted 2% of what it read.
+ * - Nor those of windows prefetched before the last cut: they were of the
+ *   larger size, and their streams come back to them for a while after
+ *   it.  Measured on the HD library from 8M: the interval after the cut
+ *   to 4M counted 36% of its reads as needed evictions (13.5 s after
+ *   prefetch, 8M windows among them), and the rule cut again to 3.5M and
+ *   then 2M, where fixed 4M evicts 1.7% of its reads at twice the load.
  * - At most to half the size per decision (the next one halves again if
  *   evictions go on).  Measured on the HD library from 8M: 6.6% and 6.8%
  *   evicted under light load made eviction time x bitrate 1.5M and 1M,
@@ -673,14 +681,20 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 static int eviction_cut(struct adaptive *a, const struct sz_figures *f, int light, uint64_t now)
 {
 	double bitrate = sz_streams_mean_bitrate(&a->b.streams);
-	if (f->needed_read_share <= a->evict_max || f->needed_age_s <= 0 || bitrate <= 0)
+	double share = f->needed_read_share - f->older_read_share;
+	if (share <= a->evict_max || f->needed_age_s <= 0 || bitrate <= 0) {
+		if (f->older_read_share > a->evict_max)
+			rd_log("%s: evictions: %.1f%% of the bytes read were prefetched before the last "
+			       "cut and evicted, %.1f%% after it: no cut", a->b.who,
+			       f->older_read_share * 100, share * 100);
 		return 0;
+	}
 	uint64_t fit = k_size(a, size_k(a, f->needed_age_s * bitrate));
 	uint64_t half = k_size(a, size_k(a, (double)a->target / 2));
 	uint64_t want = fit > half ? fit : half;
 	if (want >= a->target)
 		return 0;
-	if (a->side_by_side && f->needed_read_share < 4 * a->evict_max && smaller_won(a, 0) == 0) {
+	if (a->side_by_side && share < 4 * a->evict_max && smaller_won(a, 0) == 0) {
 		/* Side by side the score already carries what evictions
 		 * cost (the windows read again).  Measured on the
 		 * 20,000-video library: the best fixed size (2M) evicted
@@ -693,7 +707,7 @@ static int eviction_cut(struct adaptive *a, const struct sz_figures *f, int ligh
 		 * size grew to 8.5M while 81% of the sessions failed. */
 		rd_log("%s: evictions: %.1f%% of the bytes read were prefetched and evicted before "
 		       "their streams came back for them, but the smaller size scored higher side by "
-		       "side: no cut", a->b.who, f->needed_read_share * 100);
+		       "side: no cut", a->b.who, share * 100);
 		return 0;
 	}
 	/* The interval was measured at this size: keep its score, or the
@@ -701,16 +715,19 @@ static int eviction_cut(struct adaptive *a, const struct sz_figures *f, int ligh
 	 * (measured: 256K -> 512K -> 768K -> evictions -> 256K, over and
 	 * over); deflation still retries it.  Not a light interval's score,
 	 * which says nothing of the size. */
-	char why[384], w[32], kept[48] = "light load, no score kept";
+	char why[448], w[32], older[64] = "", kept[48] = "light load, no score kept";
 	if (!light) {
 		double score = interval_score(a, f);
 		keep_score(a, score);
 		snprintf(kept, sizeof kept, "score %.3g kept for this size", score);
 	}
+	if (f->older_read_share > 0)
+		snprintf(older, sizeof older, ", %.1f%% more before the last cut",
+		         f->older_read_share * 100);
 	snprintf(why, sizeof why, "evictions: %.1f%% of the bytes read were prefetched and evicted "
-	         "before their streams came back for them (%.1f%% of the prefetch; %.1f%% evicted "
+	         "before their streams came back for them (%.1f%% of the prefetch%s; %.1f%% evicted "
 	         "in all) after %.1f s on average, mean bitrate %.1f kB/s: size %s%s (%s)",
-	         f->needed_read_share * 100, f->needed_fraction * 100,
+	         share * 100, f->needed_fraction * 100, older,
 	         f->evict_fraction * 100, f->needed_age_s, bitrate / 1e3,
 	         sz_fmt_size(fit, w, sizeof w), fit < want ? ", at most half at a time" : "", kept);
 	set_target(a, want, now, why);
@@ -905,6 +922,7 @@ static void adaptive_describe(struct rd_policy *p, struct rd_json *j)
 	rd_json_dbl(j, "evict_age_s", a->last.evict_age_s);
 	rd_json_dbl(j, "needed_fraction", a->last.needed_fraction);
 	rd_json_dbl(j, "needed_read_share", a->last.needed_read_share);
+	rd_json_dbl(j, "older_read_share", a->last.older_read_share);
 	rd_json_dbl(j, "needed_age_s", a->last.needed_age_s);
 	rd_json_obj_end(j);
 	rd_json_str(j, "compare", a->side_by_side ? "side-by-side" : "intervals");

@@ -168,6 +168,8 @@ struct sz_counters {
 	                              (missed inside the window): the evictions that cost */
 	uint64_t evictions_needed; /* windows with such bytes */
 	uint64_t evict_needed_age_ns; /* sum over those of prefetch-to-eviction time */
+	uint64_t evicted_needed_older; /* of evicted_needed, bytes of windows prefetched
+	                                  before the policy's last cut (cut_ns) */
 	uint64_t reread;           /* bytes read again inside an earlier window */
 	uint64_t dropped;          /* prefetched bytes dropped unused without
 	                              reclaim (fadvise, drop_caches) */
@@ -182,6 +184,8 @@ struct sz_account {
 	int cachestat_ok;          /* 0 after cachestat failed: no re-checks */
 	uint64_t busy_until;       /* end of the latest read seen (busy union) */
 	uint64_t rechecks;
+	uint64_t cut_ns;           /* the policy made its size smaller then: windows
+	                              prefetched before are of the larger size */
 };
 
 void sz_account_init(struct sz_account *a, unsigned concurrency, uint64_t now);
@@ -212,6 +216,8 @@ struct sz_figures {
 	double needed_fraction;    /* evicted_needed / prefetched */
 	double needed_read_share;  /* evicted_needed / read: the reads they cost again */
 	double needed_age_s;       /* their mean prefetch-to-eviction time */
+	double older_read_share;   /* of needed_read_share, the windows prefetched
+	                              before the last cut */
 };
 void sz_figures(const struct sz_counters *c, uint64_t len_ns, unsigned concurrency,
                 struct sz_figures *f);

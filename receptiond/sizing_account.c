@@ -14,7 +14,9 @@
  * apart.  Evicted bytes are "needed" once their stream comes back and
  * misses inside the window: only those cost a read again.  The windows of
  * viewers who left are evicted too (streams end only after idle_ns), and
- * cost nothing.
+ * cost nothing.  Those of windows prefetched before the policy last made
+ * its size smaller (cut_ns) are also counted apart: they were of the
+ * larger size.
  */
 #include "sizing.h"
 #include "json.h"
@@ -105,6 +107,8 @@ static void came_back(struct sz_account *a, struct sz_stream *s)
 		                            s->win_evicted_ns - s->win_ns : 0);
 	}
 	ADD(a, evicted_needed, s->win_evicted - s->win_needed);
+	if (s->win_ns < a->cut_ns)
+		ADD(a, evicted_needed_older, s->win_evicted - s->win_needed);
 	s->win_needed = s->win_evicted;
 }
 
@@ -264,6 +268,7 @@ void sz_figures(const struct sz_counters *c, uint64_t len_ns, unsigned concurren
 	f->evict_age_s = c->evictions ? (double)c->evict_age_ns / 1e9 / (double)c->evictions : 0;
 	f->needed_fraction = c->prefetched ? (double)c->evicted_needed / (double)c->prefetched : 0;
 	f->needed_read_share = c->read ? (double)c->evicted_needed / (double)c->read : 0;
+	f->older_read_share = c->read ? (double)c->evicted_needed_older / (double)c->read : 0;
 	f->needed_age_s = c->evictions_needed ?
 	                  (double)c->evict_needed_age_ns / 1e9 / (double)c->evictions_needed : 0;
 }
@@ -288,6 +293,7 @@ static void counters_json(struct rd_json *j, const char *key, const struct sz_co
 	rd_json_u64(j, "evicted_windows", c->evictions);
 	rd_json_u64(j, "evicted_needed_bytes", c->evicted_needed);
 	rd_json_dbl(j, "evict_needed_age_s", f.needed_age_s);
+	rd_json_u64(j, "evicted_needed_older_bytes", c->evicted_needed_older);
 	rd_json_u64(j, "reread_bytes", c->reread);
 	rd_json_u64(j, "dropped_bytes", c->dropped);
 	rd_json_dbl(j, "evict_age_s", f.evict_age_s);

@@ -240,6 +240,37 @@ static void test_evictions_needed(void)
 	 * (3 MiB: two windows and the one read again). */
 	CHECK(a.total.read == 3 * MiB);
 	CHECK(f.needed_read_share > 0.0833 && f.needed_read_share < 0.0834);
+	CHECK(a.total.evicted_needed_older == 0 && f.older_read_share == 0);
+	sz_streams_free(&t);
+}
+
+/* Needed evictions of windows prefetched before the policy's last cut
+ * (cut_ns) are counted apart: they were of the larger size. */
+static void test_evictions_before_a_cut(void)
+{
+	struct sz_streams t;
+	struct sz_account a;
+	start_accounting(&t, &a, 16);
+	uint64_t now = 10 * SEC;
+	a.cut_ns = now + 3 * SEC;
+	/* File 1's window before the cut, file 2's after it. */
+	struct sz_stream *s[2];
+	for (int i = 0; i < 2; i++) {
+		uint64_t at = now + (uint64_t)i * 5 * SEC;
+		struct rd_completion c = completion(1 + i, 0, 65536, MiB, MiB, 10000000, at);
+		s[i] = sz_account_observe(&a, &t, &c, MiB);
+		CHECK(s[i] != NULL);
+		sz_account_saw_evicted(&a, s[i], 256 * 1024, at + 2 * SEC);
+		struct rd_completion back = completion(1 + i, 768 * 1024, 65536, MiB, MiB, 5000000,
+		                                       at + 4 * SEC);
+		CHECK(sz_account_observe(&a, &t, &back, MiB) == s[i]);
+	}
+	CHECK(a.total.evicted_needed == 512 * 1024);
+	CHECK(a.total.evicted_needed_older == 256 * 1024);
+	struct sz_figures f;
+	sz_figures(&a.total, 10 * SEC, 1, &f);
+	CHECK(f.older_read_share > 0 && f.older_read_share * 2 > f.needed_read_share * 0.99 &&
+	      f.older_read_share * 2 < f.needed_read_share * 1.01);
 	sz_streams_free(&t);
 }
 
@@ -876,6 +907,26 @@ static void adaptive_evictions(const char *args, int light)
 	CHECK((strstr(rd_json_text(&j), "\"light_load\":true") != NULL) == light);
 	CHECK(strstr(rd_json_text(&j), "\"size\":4194304"));
 	rd_json_free(&j);
+	if (!side && !light) {
+		/* At 35 s the streams come back into their 8M windows of 25 s,
+		 * prefetched before the cut, and miss; then they hit.  Those
+		 * evictions were of the larger size: no second cut. */
+		for (unsigned s = 35; s <= 70; s++) {
+			now = t0 + s * SEC;
+			for (unsigned i = 0; i < 20 && s % 5 == 0; i++) {
+				uint64_t read = s == 35 ? 4 * MiB : 0;
+				struct rd_completion c = completion(500 + i, s / 5 * 500000, 65536, 4 * MiB,
+				                                    read, read ? 40000000 : 0, now);
+				p.ops->observe(&p, &c);
+			}
+			p.ops->tick(&p, now);
+		}
+		CHECK(p.ops->size(&p, &r) == 4 * MiB);
+		rd_json_init(&j);
+		p.ops->describe(&p, &j);
+		CHECK(strstr(rd_json_text(&j), "\"older_read_share\":1"));
+		rd_json_free(&j);
+	}
 	p.ops->destroy(&p);
 }
 
@@ -922,6 +973,7 @@ int main(void)
 	test_scale();
 	test_streams_and_accounting();
 	test_evictions_needed();
+	test_evictions_before_a_cut();
 	test_pacing_skips_the_opening_burst();
 	test_reference_bitrate_is_a_percentile();
 	test_stream_continues_inside_its_ask();

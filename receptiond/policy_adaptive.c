@@ -722,13 +722,13 @@ static int eviction_cut(struct adaptive *a, const struct sz_figures *f, int ligh
 		snprintf(kept, sizeof kept, "score %.3g kept for this size", score);
 	}
 	if (f->older_read_share > 0)
-		snprintf(older, sizeof older, ", %.1f%% more before the last cut",
+		snprintf(older, sizeof older, "; %.1f%% more of windows from before the last cut",
 		         f->older_read_share * 100);
 	snprintf(why, sizeof why, "evictions: %.1f%% of the bytes read were prefetched and evicted "
-	         "before their streams came back for them (%.1f%% of the prefetch%s; %.1f%% evicted "
-	         "in all) after %.1f s on average, mean bitrate %.1f kB/s: size %s%s (%s)",
-	         share * 100, f->needed_fraction * 100, older,
-	         f->evict_fraction * 100, f->needed_age_s, bitrate / 1e3,
+	         "before their streams came back for them (%.1f%% of the prefetch; %.1f%% evicted "
+	         "in all%s) after %.1f s on average, mean bitrate %.1f kB/s: size %s%s (%s)",
+	         share * 100, f->needed_fraction * share / f->needed_read_share * 100,
+	         f->evict_fraction * 100, older, f->needed_age_s, bitrate / 1e3,
 	         sz_fmt_size(fit, w, sizeof w), fit < want ? ", at most half at a time" : "", kept);
 	set_target(a, want, now, why);
 	return 1;

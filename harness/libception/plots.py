@@ -1,4 +1,6 @@
 """PNG plots of benchmark results (matplotlib, Agg backend: no display)."""
+import textwrap
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -12,6 +14,11 @@ def _save(fig, path):
     return path
 
 
+def _wrapped(labels, width=18):
+    """Long configuration names on several lines, so neighbours do not overlap."""
+    return [textwrap.fill(label, width) for label in labels]
+
+
 def bars(path, labels, values, ylabel, title, annotate=None):
     """One bar per configuration (e.g. maximum failure-free rate);
     `annotate` optionally gives a text per bar (e.g. "2.0x")."""
@@ -19,7 +26,7 @@ def bars(path, labels, values, ylabel, title, annotate=None):
     xs = range(len(labels))
     ax.bar(xs, [v or 0 for v in values], color="#4a7ab5")
     ax.set_xticks(list(xs))
-    ax.set_xticklabels(labels, rotation=20 if len(labels) > 4 else 0, ha="right"
+    ax.set_xticklabels(_wrapped(labels), rotation=20 if len(labels) > 4 else 0, ha="right"
                        if len(labels) > 4 else "center")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
@@ -89,7 +96,7 @@ def grouped_bars(path, labels, groups, ylabel, title):
             ax.text(x, v or 0, "n/a" if v is None else f"{v:.3g}", ha="center", va="bottom",
                     fontsize=8)
     ax.set_xticks(list(range(len(labels))))
-    ax.set_xticklabels(labels)
+    ax.set_xticklabels(_wrapped(labels))
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)

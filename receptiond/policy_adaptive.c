@@ -721,6 +721,9 @@ static int eviction_cut(struct adaptive *a, const struct sz_figures *f, int ligh
 		keep_score(a, score);
 		snprintf(kept, sizeof kept, "score %.3g kept for this size", score);
 	}
+	/* share and needed_read_share have the same denominator (read): their
+	 * ratio turns the prefetch share of all needed bytes into that of
+	 * the ones counted here. */
 	if (f->older_read_share > 0)
 		snprintf(older, sizeof older, "; %.1f%% more of windows from before the last cut",
 		         f->older_read_share * 100);

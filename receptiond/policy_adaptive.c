@@ -553,10 +553,12 @@ static double margin_for(double sigma, int n)
  * -1 if either had too few windows. */
 static int smaller_won(const struct adaptive *a, double sigma)
 {
-	unsigned k = size_k(a, (double)a->target), ks = smaller_k(a, k, a->reach);
+	unsigned kk[NARMS];
+	compared_steps(a, kk);
 	double se, small_se;
-	double cur = size_score(a, &a->by_size_done[k], &se);
-	double small = ks ? size_score(a, &a->by_size_done[ks], &small_se) : -1;
+	double cur = size_score(a, &a->by_size_done[kk[ARM_CURRENT]], &se);
+	double small = kk[ARM_SMALLER] ? size_score(a, &a->by_size_done[kk[ARM_SMALLER]], &small_se)
+	                               : -1;
 	if (cur < 0 || small < 0)
 		return -1;
 	return beats(small, small_se, cur, se, sigma);

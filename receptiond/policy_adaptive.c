@@ -17,7 +17,8 @@
  * half the size per decision), at any load.
  * Every change is reached gradually (a linear ramp), and scores are taken
  * only once the ramp is over; the first interval after start is a warm-up
- * and is not scored.
+ * and is not scored (side by side, nor is the first after every change of
+ * the sizes compared: settle()).
  *
  * compare=intervals is the paper's way: each size's score comes from the
  * interval spent at it, so neighbours are compared across intervals and
@@ -95,7 +96,9 @@ struct adaptive {
 	double *score;                /* [k], valid where scored[k] */
 	unsigned char *scored;
 	int light;                    /* last decision found light load */
-	int warm;                     /* the first interval is not scored */
+	int settling;                 /* the interval is not scored (settle) */
+	uint64_t settled_ns;          /* windows asked for before this do not count */
+	const char *settle_why;
 	uint64_t changes, decisions;
 	/* compare=side-by-side: which files are in which group this interval
 	 * (rotates), and per size step what its windows cost since the
@@ -303,10 +306,33 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 	return 0;
 }
 
+/* The sizes compared side by side change (a move's ramp is over, or the
+ * groups look at other neighbours): windows asked for before now no
+ * longer count, and the interval from now on only settles, unscored.
+ * A window counts in the interval its stream is done with it, so every
+ * interval takes in the windows of the one before that outlasted it, and
+ * loses its own to the next.  That evens out only when the interval before
+ * compared the same sizes on as many files.  Right after a move it had
+ * not: the size just left was everyone's until then, and its windows
+ * that outlasted the move (the longest-lived: slow streams, viewers who
+ * left) came into that size's score as if its trial group's.  Measured on
+ * the mixed library from 1M: the decision right after a move went back to
+ * the size just left, both ways (640K <-> 512K three times, scoring 40%
+ * below the current size).  After the settle interval, what an interval
+ * takes in was asked for under the sizes it compares. */
+static void settle(struct adaptive *a, uint64_t now, const char *why)
+{
+	if (!a->side_by_side)
+		return;
+	a->settled_ns = now;
+	a->settling = 1;
+	a->settle_why = why;
+}
+
 /* A stream's last window is done with: count it for its size. */
 static void close_window(struct adaptive *a, struct sz_stream *s)
 {
-	if (s->pol_step) {
+	if (s->pol_step && s->pol_open_ns >= a->settled_ns) {
 		struct by_size *w = &a->by_size[s->pol_step];
 		w->windows++;
 		w->read += s->pol_read;
@@ -374,7 +400,8 @@ static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 	a->b.streams.ended_ctx = a;
 	a->cur = a->from = a->target = k_size(a, size_k(a, (double)a->start));
 	a->next_adjust_ns = now + a->interval_ns;
-	a->warm = 1;
+	a->settling = 1;
+	a->settle_why = "warm-up interval: not scored";
 	a->trying = a->side_by_side;
 	snprintf(a->reason, sizeof a->reason, "start: %s", a->start_source);
 	p->priv = a;
@@ -596,7 +623,8 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 		}
 		a->score[kk[i]] = a->arm_score[i];
 		a->scored[kk[i]] = 1;
-		snprintf(txt[i], sizeof txt[i], "%.3g+-%.0f%%", a->arm_score[i], se[i] * 100);
+		snprintf(txt[i], sizeof txt[i], "%.3g+-%.0f%% n=%llu", a->arm_score[i], se[i] * 100,
+		         (unsigned long long)a->by_size_done[kk[i]].windows);
 	}
 	char why[320], at[32];
 	const char *away = a->reach > 1 ? "two steps away, " : "";
@@ -634,6 +662,9 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 		         txt[1], away, txt[0], txt[2], next);
 		rd_log("%s: size %s kept: %s", a->b.who, sz_fmt_size(a->target, at, sizeof at), why);
 		set_target(a, a->target, now, why);
+		if (a->reach != reach)
+			settle(a, now, a->reach > 1 ? "first interval two steps away: not scored"
+			                            : "first interval back one step away: not scored");
 		return;
 	}
 	snprintf(why, sizeof why, "%s scored lowest side by side over %.0f s: %s%s smaller, %s here, "
@@ -774,12 +805,13 @@ static void decide(struct adaptive *a, uint64_t now)
 		set_target(a, a->target, now, why);
 		return;
 	}
-	if (a->warm) {
-		/* Streams that were already running when the daemon started show
-		 * up with their first (whole) window read and almost nothing
-		 * consumed yet: that interval's miss ratio says nothing. */
-		a->warm = 0;
-		set_target(a, a->target, now, "warm-up interval: not scored");
+	if (a->settling) {
+		/* At start, streams that were already running show up with
+		 * their first (whole) window read and almost nothing consumed
+		 * yet: that interval's miss ratio says nothing.  Later, see
+		 * settle(). */
+		a->settling = 0;
+		set_target(a, a->target, now, a->settle_why);
 		return;
 	}
 	if (a->side_by_side)
@@ -814,7 +846,7 @@ static uint64_t interval_needed_ns(const struct adaptive *a)
  * leave, from 16M: 100 decisions, none with a neighbour scored). */
 static int groups_short(const struct adaptive *a)
 {
-	if (!a->side_by_side)
+	if (!a->side_by_side || a->settling)
 		return 0;
 	unsigned kk[NARMS];
 	compared_steps(a, kk);
@@ -837,6 +869,7 @@ static void adaptive_tick(struct rd_policy *p, uint64_t now)
 			uint64_t len;
 			roll(a, now, &len);
 			a->trying = a->side_by_side;
+			settle(a, now, "first interval at the new size: not scored");
 			a->next_adjust_ns = now + a->interval_ns - a->ramp_ns;
 		} else {
 			double f = (double)t / (double)a->ramp_ns;
@@ -903,6 +936,7 @@ static void adaptive_observe(struct rd_policy *p, const struct rd_completion *c)
 	if (!c->was_resident && c->window_length) {
 		close_window(a, s);
 		s->pol_step = size_k(a, (double)arm_size(a, arm_of(a, c->req.dev, c->req.ino)));
+		s->pol_open_ns = c->req.arrival_ns;
 		s->pol_read = a->b.acct.interval.read - before.read;
 		s->pol_disk_ns = a->b.acct.interval.disk_ns - before.disk_ns;
 	}

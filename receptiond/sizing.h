@@ -97,6 +97,7 @@ struct sz_stream {
 	 * size when the stream gets its next one or ends (0 steps: none). */
 	unsigned pol_step;
 	uint64_t pol_read, pol_disk_ns, pol_consumed;
+	uint64_t pol_open_ns;           /* when that window was asked for */
 	int next;                       /* hash chain */
 };
 

@@ -60,8 +60,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Fewer windows of a size than this say too little to score it. */
-enum { MIN_WINDOWS = 16 };
+/* Fewer windows of a size than this, or of fewer streams, say too little
+ * to score it. */
+enum { MIN_WINDOWS = 16, MIN_STREAMS = 8 };
 
 /* The groups of files measured side by side under compare=side-by-side. */
 enum arm { ARM_SMALLER, ARM_CURRENT, ARM_LARGER, NARMS };
@@ -69,10 +70,11 @@ static const char *const arm_name[NARMS] = { "smaller", "current", "larger" };
 
 /* What windows of one size cost and gave: bytes read and disk time for
  * them, and bytes the streams consumed out of them; with the sums of the
- * per-window squares and products (in MiB and ms), for the score's
- * standard error. */
+ * squares and products (in MiB and ms) of those figures per stream, over
+ * the streams whose windows they were, for the score's standard error. */
 struct by_size {
 	uint64_t windows, read, disk_ns, consumed;
+	uint64_t streams;
 	double dd, rr, cc, dr, dc, rc;
 };
 
@@ -101,7 +103,7 @@ struct adaptive {
 	const char *settle_why;
 	uint64_t changes, decisions;
 	/* compare=side-by-side: which files are in which group this interval
-	 * (rotates), and per size step what its windows cost since the
+	 * (drawn afresh), and per size step what its windows cost since the
 	 * accounting rolled */
 	uint64_t epoch;
 	int trying;                   /* the neighbours are in use now */
@@ -158,18 +160,25 @@ static void compared_steps(const struct adaptive *a, unsigned kk[NARMS])
 }
 
 /* Which group a file is in this interval: a share trial of the files
- * (by a hash of the file, shifted every interval) tries the smaller size,
- * as many the larger, the rest the current one. */
+ * tries the smaller size, as many the larger, the rest the current one,
+ * drawn afresh every interval (a hash of the file and the interval).
+ * Shifting one fixed hash by two shares per interval, as before, kept the
+ * smaller group's files and the larger group's apart for good (every
+ * second eighth of the files each): where some files draw more streams or
+ * cost more to read than others, one neighbour was measured on the
+ * costlier half every time, and no number of decisions evened it out. */
 static enum arm arm_of(const struct adaptive *a, dev_t dev, ino_t ino)
 {
 	if (!a->trying)
 		return ARM_CURRENT;
-	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev * 0xbf58476d1ce4e5b9ull;
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev * 0xbf58476d1ce4e5b9ull ^
+	             (a->epoch + 1) * 0xd6e8feb86659fd93ull;
 	h ^= h >> 31;
 	h *= 0x94d049bb133111ebull;
 	h ^= h >> 29;
-	double u = (double)(h >> 11) / 9007199254740992.0 + (double)a->epoch * 2 * a->trial;
-	u -= floor(u);
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	double u = (double)(h >> 11) / 9007199254740992.0;
 	if (u < a->trial)
 		return ARM_SMALLER;
 	if (u < 2 * a->trial)
@@ -187,9 +196,34 @@ static uint64_t arm_size(const struct adaptive *a, enum arm arm)
 	return n ? k_size(a, n) : a->cur;
 }
 
+/* A stream's windows of one size done with this interval go into that
+ * size's error sums as one: the windows of a stream share its bitrate,
+ * its file's place on the disk and its viewer's leaving, so they vary
+ * together.  Counted one by one they made the error of a trial group
+ * (an eighth of the streams) look smaller than it was. */
+static void close_stream_sums(struct adaptive *a, struct sz_stream *s)
+{
+	if (s->pol_cl_step) {
+		struct by_size *w = &a->by_size[s->pol_cl_step];
+		double d = s->pol_cl_disk, r = s->pol_cl_read, c = s->pol_cl_consumed;
+		w->streams++;
+		w->dd += d * d;
+		w->rr += r * r;
+		w->cc += c * c;
+		w->dr += d * r;
+		w->dc += d * c;
+		w->rc += r * c;
+	}
+	s->pol_cl_step = 0;
+	s->pol_cl_disk = s->pol_cl_read = s->pol_cl_consumed = 0;
+}
+
 /* A new accounting interval (scores count only time at a settled size). */
 static struct sz_counters roll(struct adaptive *a, uint64_t now, uint64_t *len)
 {
+	for (unsigned i = 0; i < a->b.streams.cap; i++)
+		if (a->b.streams.v[i].used)
+			close_stream_sums(a, &a->b.streams.v[i]);
 	struct by_size *t = a->by_size_done;
 	a->by_size_done = a->by_size;
 	a->by_size = t;
@@ -338,14 +372,13 @@ static void close_window(struct adaptive *a, struct sz_stream *s)
 		w->read += s->pol_read;
 		w->disk_ns += s->pol_disk_ns;
 		w->consumed += s->pol_consumed;
-		double d = (double)s->pol_disk_ns / 1e6, r = (double)s->pol_read / SZ_MIB,
-		       c = (double)s->pol_consumed / SZ_MIB;
-		w->dd += d * d;
-		w->rr += r * r;
-		w->cc += c * c;
-		w->dr += d * r;
-		w->dc += d * c;
-		w->rc += r * c;
+		if (s->pol_cl_step != s->pol_step) {
+			close_stream_sums(a, s);
+			s->pol_cl_step = s->pol_step;
+		}
+		s->pol_cl_disk += (double)s->pol_disk_ns / 1e6;
+		s->pol_cl_read += (double)s->pol_read / SZ_MIB;
+		s->pol_cl_consumed += (double)s->pol_consumed / SZ_MIB;
 	}
 	s->pol_step = 0;
 	s->pol_read = s->pol_disk_ns = s->pol_consumed = 0;
@@ -358,6 +391,7 @@ static void stream_ended(void *ctx, struct sz_stream *s, uint64_t now)
 	struct adaptive *a = ctx;
 	sz_account_stream_ended(&a->b.acct, s, now);
 	close_window(a, s);
+	close_stream_sums(a, s);
 }
 
 static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
@@ -525,17 +559,18 @@ static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t no
 
 /* One size's score over the interval, as sz_figures's but from its own
  * windows; -1 if too few of them were done with to judge.  *rel_se is the
- * score's relative standard error, by the delta method: with per-window
- * disk time d, bytes read r and consumed c, and b the miss ratio's power
- * (1 for the paper's score, 0 for score=disk), the score is
+ * score's relative standard error, by the delta method over the streams
+ * (close_stream_sums): with a stream's disk time d, bytes read r and
+ * consumed c in its windows of the size, and b the miss ratio's power (1
+ * for the paper's score, 0 for score=disk), the score is
  * mean(d) mean(r)^b / mean(c)^(1+b), so ln(score) varies as the mean of
  * z = d/mean(d) + b r/mean(r) - (1+b) c/mean(c), whose own mean is 0. */
 static double size_score(const struct adaptive *a, const struct by_size *w, double *rel_se)
 {
 	*rel_se = 0;
-	if (w->windows < MIN_WINDOWS || !w->consumed || !w->read)
+	if (w->windows < MIN_WINDOWS || w->streams < MIN_STREAMS || !w->consumed || !w->read)
 		return -1;
-	double n = (double)w->windows, b = a->miss_power, e = 1 + b;
+	double n = (double)w->streams, b = a->miss_power, e = 1 + b;
 	double d = (double)w->disk_ns / 1e6 / n, r = (double)w->read / SZ_MIB / n,
 	       c = (double)w->consumed / SZ_MIB / n;
 	if (d > 0) {
@@ -573,6 +608,19 @@ static double margin_for(double sigma, int n)
 			hi = mid;
 	}
 	return (lo + hi) / 2;
+}
+
+/* A margin of z standard errors, widened for errors estimated from only
+ * n streams: Student's t with n - 1 degrees of freedom instead of the
+ * normal, by the first Cornish-Fisher term (within 2% of t's quantile at
+ * z = 1.5-3, n >= 8).  A trial group may have a dozen streams, and an
+ * error from a dozen is itself off by a fifth either way: in the flat
+ * model of tests/test_sizing.c (50 streams) the size moved 27 times in
+ * 8000 s by the normal's margin, and 22 times by this one. */
+static double widened(double z, uint64_t n)
+{
+	double df = n > 2 ? (double)n - 1 : 1;
+	return z + (z * z * z + z) / (4 * df);
 }
 
 /* Side by side, over the interval just ended: did the smaller group's size
@@ -623,8 +671,8 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 		}
 		a->score[kk[i]] = a->arm_score[i];
 		a->scored[kk[i]] = 1;
-		snprintf(txt[i], sizeof txt[i], "%.3g+-%.0f%% n=%llu", a->arm_score[i], se[i] * 100,
-		         (unsigned long long)a->by_size_done[kk[i]].windows);
+		snprintf(txt[i], sizeof txt[i], "%.3g+-%.0f%% of %llu streams", a->arm_score[i],
+		         se[i] * 100, (unsigned long long)a->by_size_done[kk[i]].streams);
 	}
 	char why[320], at[32];
 	const char *away = a->reach > 1 ? "two steps away, " : "";
@@ -645,7 +693,9 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 		if (i == ARM_CURRENT || a->arm_score[i] < 0 || a->arm_score[i] >= cur)
 			continue;
 		lower = 1;
-		if (beats(a->arm_score[i], se[i], cur, se[ARM_CURRENT], sigma) &&
+		uint64_t n = a->by_size_done[kk[i]].streams, n_cur = a->by_size_done[k].streams;
+		double margin = widened(sigma, n < n_cur ? n : n_cur);
+		if (beats(a->arm_score[i], se[i], cur, se[ARM_CURRENT], margin) &&
 		    (best == ARM_CURRENT || a->arm_score[i] < a->arm_score[best]))
 			best = i;
 	}
@@ -823,17 +873,25 @@ static void decide(struct adaptive *a, uint64_t now)
 /* compare=side-by-side counts a window once its stream is done with it,
  * so an interval must outlast the windows read in it: at least twice the
  * time a stream at the mean bitrate takes through a window of the largest
- * size compared (at most ten intervals).  Measured: with 20 s intervals on
- * the 20,000-video SD library (50 kB/s, 2 MiB windows last 40 s) the
- * larger size had too few windows done with in most intervals, and those
- * were the ones cut short (streams that ended, windows evicted). */
+ * size compared, and once the time the slowest tenth of the streams take
+ * (at most ten intervals).  Measured: with 20 s intervals on the
+ * 20,000-video SD library (50 kB/s, 2 MiB windows last 40 s) the larger
+ * size had too few windows done with in most intervals, and those were
+ * the ones cut short (streams that ended, windows evicted).  The slowest
+ * streams matter after a settle interval, which must outlast their
+ * windows too: else the next interval has theirs only for the smaller
+ * sizes (in tests/test_sizing.c, slow streams at 50 kB/s among fast ones
+ * at 1.2 MB/s, whose mean bitrate asked for 5 s, moved the size 9 times in
+ * 2000 s where every size scored the same). */
 static uint64_t interval_needed_ns(const struct adaptive *a)
 {
-	double bitrate = sz_streams_mean_bitrate(&a->b.streams);
+	double bitrate = sz_streams_mean_bitrate(&a->b.streams), slow = a->b.streams.slow_bitrate;
 	if (!a->side_by_side || bitrate <= 0)
 		return a->interval_ns;
 	unsigned k = size_k(a, (double)a->target), kl = larger_k(a, k, a->reach);
-	double need = 2 * (double)k_size(a, kl ? kl : k) / bitrate * 1e9;
+	double window = (double)k_size(a, kl ? kl : k), need = 2 * window / bitrate * 1e9;
+	if (slow > 0 && window / slow * 1e9 > need)
+		need = window / slow * 1e9;
 	if (need > 10.0 * (double)a->interval_ns)
 		need = 10.0 * (double)a->interval_ns;
 	return need > (double)a->interval_ns ? (uint64_t)need : a->interval_ns;

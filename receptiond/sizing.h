@@ -98,6 +98,10 @@ struct sz_stream {
 	unsigned pol_step;
 	uint64_t pol_read, pol_disk_ns, pol_consumed;
 	uint64_t pol_open_ns;           /* when that window was asked for */
+	/* and of the windows of one size it was done with this interval, in
+	 * ms and MiB (the score's error counts streams, not windows) */
+	unsigned pol_cl_step;
+	double pol_cl_disk, pol_cl_read, pol_cl_consumed;
 	int next;                       /* hash chain */
 };
 
@@ -113,6 +117,8 @@ struct sz_streams {
 	double ref_bitrate;             /* that percentile of the live streams'
 	                                   known bitrates: the bitrate that gets
 	                                   a policy's whole size */
+	double slow_bitrate;            /* and the 10th percentile: 9 in 10
+	                                   live streams are faster */
 	double *scratch;                /* cap doubles, for the percentile */
 	/* called when a stream ends or is replaced, for the accounting */
 	void (*ended)(void *ctx, struct sz_stream *s, uint64_t now);

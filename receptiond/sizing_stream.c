@@ -219,12 +219,14 @@ void sz_streams_expire(struct sz_streams *t, uint64_t now)
 		if (s->bitrate > 0)
 			t->scratch[known++] = s->bitrate;
 	}
-	t->ref_bitrate = 0;
+	t->ref_bitrate = t->slow_bitrate = 0;
 	if (known) {
 		qsort(t->scratch, known, sizeof *t->scratch, cmp_double);
 		/* nearest rank */
 		unsigned rank = (unsigned)ceil(t->ref_pct / 100 * known);
 		t->ref_bitrate = t->scratch[rank ? rank - 1 : 0];
+		rank = (unsigned)ceil(0.10 * known);
+		t->slow_bitrate = t->scratch[rank ? rank - 1 : 0];
 	}
 }
 

@@ -206,7 +206,6 @@ static void close_stream_sums(struct adaptive *a, struct sz_stream *s)
 	if (s->pol_cl_step) {
 		struct by_size *w = &a->by_size[s->pol_cl_step];
 		double d = s->pol_cl_disk, r = s->pol_cl_read, c = s->pol_cl_consumed;
-		w->streams++;
 		w->dd += d * d;
 		w->rr += r * r;
 		w->cc += c * c;
@@ -375,6 +374,7 @@ static void close_window(struct adaptive *a, struct sz_stream *s)
 		if (s->pol_cl_step != s->pol_step) {
 			close_stream_sums(a, s);
 			s->pol_cl_step = s->pol_step;
+			w->streams++;
 		}
 		s->pol_cl_disk += (double)s->pol_disk_ns / 1e6;
 		s->pol_cl_read += (double)s->pol_read / SZ_MIB;
@@ -615,8 +615,8 @@ static double margin_for(double sigma, int n)
  * normal, by the first Cornish-Fisher term (within 2% of t's quantile at
  * z = 1.5-3, n >= 8).  A trial group may have a dozen streams, and an
  * error from a dozen is itself off by a fifth either way: in the flat
- * model of tests/test_sizing.c (50 streams) the size moved 27 times in
- * 8000 s by the normal's margin, and 22 times by this one. */
+ * model of tests/test_sizing.c (50 streams) the size moved 12 times in
+ * 8000 s by the normal's margin, and 10 times by this one. */
 static double widened(double z, uint64_t n)
 {
 	double df = n > 2 ? (double)n - 1 : 1;
@@ -898,7 +898,7 @@ static uint64_t interval_needed_ns(const struct adaptive *a)
 }
 
 /* Has a group compared side by side fewer than MIN_WINDOWS windows done
- * with?  With large windows a trial group (an eighth of the streams)
+ * with, or of fewer than MIN_STREAMS streams?  With large windows a trial group (an eighth of the streams)
  * finishes few per interval; without waiting for them no group was ever
  * scored and the size never moved (tests/test_sizing.c, viewers who
  * leave, from 16M: 100 decisions, none with a neighbour scored). */
@@ -909,7 +909,8 @@ static int groups_short(const struct adaptive *a)
 	unsigned kk[NARMS];
 	compared_steps(a, kk);
 	for (int i = 0; i < NARMS; i++)
-		if (kk[i] && a->by_size[kk[i]].windows < MIN_WINDOWS)
+		if (kk[i] && (a->by_size[kk[i]].windows < MIN_WINDOWS ||
+		              a->by_size[kk[i]].streams < MIN_STREAMS))
 			return 1;
 	return 0;
 }

@@ -762,7 +762,7 @@ static void test_adaptive(void)
 	 * an eighth of the files, is noisier than the current size's, and the
 	 * lowest of three noisy scores is mostly a trial group's.  Moving only
 	 * on a win by more than 1.5 standard errors of the difference keeps
-	 * the size where it is most of the time (22 moves against 97 in 4 x
+	 * the size where it is most of the time (10 moves against 38 in 4 x
 	 * 2000 s, the escape's looks two steps away included). */
 	struct model flat = m;
 	flat.switch_s = 0;

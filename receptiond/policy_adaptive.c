@@ -348,11 +348,11 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
  * compared the same sizes on as many files.  Right after a move it had
  * not: the size just left was everyone's until then, and its windows
  * that outlasted the move (the longest-lived: slow streams, viewers who
- * left) came into that size's score as if its trial group's.  Measured on
- * the mixed library from 1M: the decision right after a move went back to
- * the size just left, both ways (640K <-> 512K three times, scoring 40%
- * below the current size).  After the settle interval, what an interval
- * takes in was asked for under the sizes it compares. */
+ * left) came into that size's score as if its trial group's.  Measured
+ * over the 26 adaptive runs of docs/prefetch-sizing.md at 1f36f6b-22f0927:
+ * 58 of 131 moves were undone by the very next decision.  After the
+ * settle interval, what an interval takes in was asked for under the
+ * sizes it compares. */
 static void settle(struct adaptive *a, uint64_t now, const char *why)
 {
 	if (!a->side_by_side)

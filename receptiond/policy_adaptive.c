@@ -349,7 +349,8 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
  * not: the size just left was everyone's until then, and its windows
  * that outlasted the move (the longest-lived: slow streams, viewers who
  * left) came into that size's score as if its trial group's.  Measured
- * over the 26 adaptive runs of docs/prefetch-sizing.md at 1f36f6b-22f0927:
+ * over the 26 adaptive runs of 2026-11-25 whose logs were kept
+ * (docs/prefetch-sizing.md, "Two seeds per probe" and after):
  * 58 of 131 moves were undone by the very next decision.  After the
  * settle interval, what an interval takes in was asked for under the
  * sizes it compares. */

@@ -861,7 +861,10 @@ static void decide(struct adaptive *a, uint64_t now)
 		 * their first (whole) window read and almost nothing consumed
 		 * yet: that interval's miss ratio says nothing.  Later, see
 		 * settle(). */
+		char at[32];
 		a->settling = 0;
+		rd_log("%s: size %s kept: %s", a->b.who, sz_fmt_size(a->target, at, sizeof at),
+		       a->settle_why);
 		set_target(a, a->target, now, a->settle_why);
 		return;
 	}

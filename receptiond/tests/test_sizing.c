@@ -804,7 +804,7 @@ static void test_adaptive(void)
 	 * above 4M (the best), less than one interval's noise in a trial
 	 * group, and each window's disk time varies by +-30%.  Pooling the
 	 * intervals since the last move climbs further: from 2M the mean size
-	 * over the second half was 3.43 MiB over four seeds with one interval
+	 * over the second half was 3.42 MiB over four seeds with one interval
 	 * per decision, 3.76 pooling. */
 	struct model shallow = m;
 	shallow.switch_s = 0.002;

@@ -666,6 +666,21 @@ static int smaller_won(const struct adaptive *a, double sigma)
  * best 4M, from 2M) the mean size over the second half went from 3.42
  * to 3.76 MiB (four seeds), and the flat model moved 5 times instead of
  * 10. */
+static void by_size_add(struct by_size *to, const struct by_size *w)
+{
+	to->windows += w->windows;
+	to->read += w->read;
+	to->disk_ns += w->disk_ns;
+	to->consumed += w->consumed;
+	to->streams += w->streams;
+	to->dd += w->dd;
+	to->rr += w->rr;
+	to->cc += w->cc;
+	to->dr += w->dr;
+	to->dc += w->dc;
+	to->rc += w->rc;
+}
+
 static void pool_interval(struct adaptive *a, uint64_t len_ns)
 {
 	if (a->npooled >= MAX_POOLED)
@@ -674,21 +689,8 @@ static void pool_interval(struct adaptive *a, uint64_t len_ns)
 		memset(a->pooled, 0, (a->nsteps + 2) * sizeof *a->pooled);
 		a->pooled_ns = 0;
 	}
-	for (unsigned k = 0; k < a->nsteps + 2; k++) {
-		struct by_size *p = &a->pooled[k];
-		const struct by_size *w = &a->by_size_done[k];
-		p->windows += w->windows;
-		p->read += w->read;
-		p->disk_ns += w->disk_ns;
-		p->consumed += w->consumed;
-		p->streams += w->streams;
-		p->dd += w->dd;
-		p->rr += w->rr;
-		p->cc += w->cc;
-		p->dr += w->dr;
-		p->dc += w->dc;
-		p->rc += w->rc;
-	}
+	for (unsigned k = 0; k < a->nsteps + 2; k++)
+		by_size_add(&a->pooled[k], &a->by_size_done[k]);
 	a->npooled++;
 	a->pooled_ns += len_ns;
 }

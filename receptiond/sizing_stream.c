@@ -204,6 +204,13 @@ static uint64_t idle_limit(const struct sz_streams *t, const struct sz_stream *s
 	return t->idle_ns + (uint64_t)((double)(s->reach - s->frontier) / rate * 1e9);
 }
 
+/* The fraction q percentile of n sorted values, by nearest rank. */
+static double nearest_rank(const double *sorted, unsigned n, double q)
+{
+	unsigned rank = (unsigned)ceil(q * n);
+	return sorted[rank ? rank - 1 : 0];
+}
+
 void sz_streams_expire(struct sz_streams *t, uint64_t now)
 {
 	unsigned known = 0;
@@ -222,11 +229,8 @@ void sz_streams_expire(struct sz_streams *t, uint64_t now)
 	t->ref_bitrate = t->slow_bitrate = 0;
 	if (known) {
 		qsort(t->scratch, known, sizeof *t->scratch, cmp_double);
-		/* nearest rank */
-		unsigned rank = (unsigned)ceil(t->ref_pct / 100 * known);
-		t->ref_bitrate = t->scratch[rank ? rank - 1 : 0];
-		rank = (unsigned)ceil(0.10 * known);
-		t->slow_bitrate = t->scratch[rank ? rank - 1 : 0];
+		t->ref_bitrate = nearest_rank(t->scratch, known, t->ref_pct / 100);
+		t->slow_bitrate = nearest_rank(t->scratch, known, 0.10);
 	}
 }
 

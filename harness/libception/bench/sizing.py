@@ -12,6 +12,8 @@ Parts (names for --only):
   adaptive-SIZE the adaptive policy started below and above the best fixed
                 size (settings "adaptive_starts"; "around" takes the sweep's
                 neighbours of the best size, or its ends without a sweep)
+  fixed-SIZE-again  the best fixed size once more after the adaptive
+                starts (settings "fixed_again"): the run's A/A spread
   mixed-none, mixed-sqrt, mixed-linear
                 the mixed SD/HD library with the best fixed size for the
                 reference (95th percentile) bitrate and no / sqrt / linear scaling; settings
@@ -49,6 +51,10 @@ def settings(quick):
             # size (beyond the sweep's ends: half the smallest, twice the
             # largest), so the adaptive policy starts once from each side
             "adaptive_starts": "around",
+            # measure the best fixed size again after the adaptive starts:
+            # the run's own A/A spread (machine drift over the half hour
+            # between the two), against which to read the adaptive ratios
+            "fixed_again": False,
             "profile_budget": 15 if quick else 60,
             "search": {**common.search_settings(quick, start=2 if quick else 4,
                                                 duration=20 if quick else 40),
@@ -71,7 +77,8 @@ def settings(quick):
 
 def steps(s):
     starts = 2 if s["adaptive_starts"] == "around" else len(s["adaptive_starts"])
-    return 6 * (len(s["sizes"]) + 2 + starts + len(s["scales"])) + starts + 1
+    again = 1 if s["fixed_again"] else 0
+    return 6 * (len(s["sizes"]) + 2 + starts + again + len(s["scales"])) + starts + 1
 
 
 def adaptive_args(s, starts):
@@ -347,6 +354,12 @@ def run(rig, s):
             label = f"adaptive from {start}" + (f" (end {size / MIB:.1f}M)" if size else "")
             rows.append(common.row(label, o, best_rate))
             acct_rows.append((f"adaptive from {start}", accounting_at_answer(o)))
+    if s["fixed_again"] and best_size:
+        o = measure(f"fixed-{best_size}-again", f"bitrate:scale=none,size={best_size}",
+                    {"config": "fixed", "size": best_size, "again": 1})
+        if o is not None:
+            rows.append(common.row(f"fixed {best_size}, again", o, best_rate))
+            acct_rows.append((f"fixed {best_size}, again", accounting_at_answer(o)))
     if rows:
         common.print_table(rows, rig.log_plain)
         print_accounting(acct_rows, rig.log_plain)

@@ -45,7 +45,7 @@
  *
  *   --policy adaptive[:interval=180s,step=512K,deflate=5%,busy=60%,evict=5%,
  *                      ramp=60s,start=SIZE,compare=side-by-side|intervals,trial=12.5%,
- *                      sigma=1.5,escape=3,score=paper|disk,
+ *                      held=3.125%,sigma=1.5,escape=3,score=paper|disk,
  *                      scale=none|sqrt|linear,ref=,min=,max=,
  *                      streams=, and competitive's switch=,rate=,profile=]
  * Defaults are the paper's Table 2; the start size is the competitive
@@ -88,6 +88,7 @@ struct adaptive {
 	double deflate, busy_min, evict_max;
 	int side_by_side;             /* compare=side-by-side */
 	double trial;                 /* share of files in each neighbour's group */
+	double held;                  /* and once the size holds (held=) */
 	double sigma;                 /* a neighbour must win by this many standard errors */
 	unsigned escape;              /* after this many sizes kept in a row, look two steps away */
 	double miss_power;            /* score = disk time per MiB x miss ratio^this (score=) */
@@ -110,6 +111,9 @@ struct adaptive {
 	 * accounting rolled */
 	uint64_t epoch;
 	int trying;                   /* the neighbours are in use now */
+	double share;                 /* the groups' share now: trial, halved
+	                                 per decision that keeps the size down
+	                                 to held (hold()) */
 	unsigned reach;               /* how many steps away they are (1, or 2 to escape) */
 	unsigned kept_in_row;         /* side-by-side decisions that kept the size */
 	struct by_size *by_size;      /* [k], this interval */
@@ -186,9 +190,9 @@ static enum arm arm_of(const struct adaptive *a, dev_t dev, ino_t ino)
 	h *= 0xbf58476d1ce4e5b9ull;
 	h ^= h >> 32;
 	double u = (double)(h >> 11) / 9007199254740992.0;
-	if (u < a->trial)
+	if (u < a->share)
 		return ARM_SMALLER;
-	if (u < 2 * a->trial)
+	if (u < 2 * a->share)
 		return ARM_LARGER;
 	return ARM_CURRENT;
 }
@@ -274,6 +278,9 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 		else if (strcmp(key, "trial") == 0 && sz_parse_fraction(val, &a->trial) == 0 &&
 		         a->trial > 0 && a->trial <= 1.0 / 3)
 			;
+		else if (strcmp(key, "held") == 0 && sz_parse_fraction(val, &a->held) == 0 &&
+		         a->held > 0)
+			;
 		else if (strcmp(key, "sigma") == 0 && sz_parse_number(val, &a->sigma) == 0 &&
 		         a->sigma >= 0)
 			;
@@ -292,7 +299,7 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 		else {
 			snprintf(err, errlen,
 			         "%s: bad argument \"%s=%s\" (interval=, step=, deflate=, busy=, evict=, "
-			         "ramp=, start=, compare=side-by-side|intervals, trial= up to 33%%, sigma=, "
+			         "ramp=, start=, compare=side-by-side|intervals, trial= up to 33%%, held=, sigma=, "
 			         "escape=, score=paper|disk, switch=, rate=, profile=, scale=, ref=, min=, "
 			         "max=, streams=)",
 			         a->b.who, key, val);
@@ -306,6 +313,12 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 	}
 	if (!have_ramp)
 		a->ramp_ns = a->interval_ns / 3;
+	if (a->held == 0)
+		a->held = a->trial / 4;
+	if (a->held > a->trial) {
+		snprintf(err, errlen, "%s: held must be at most trial", a->b.who);
+		return -1;
+	}
 	if (a->ramp_ns >= a->interval_ns) {
 		snprintf(err, errlen, "%s: ramp must be shorter than interval", a->b.who);
 		return -1;
@@ -447,14 +460,16 @@ static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 	a->settling = 1;
 	a->settle_why = "warm-up interval: not scored";
 	a->trying = a->side_by_side;
+	a->share = a->trial;
 	snprintf(a->reason, sizeof a->reason, "start: %s", a->start_source);
 	p->priv = a;
 	p->tick_ms = 1000;
 	char s[32], st[32];
-	char cmp[96] = "compare intervals";
+	char cmp[128] = "compare intervals";
 	if (a->side_by_side)
-		snprintf(cmp, sizeof cmp, "compare side by side (trial %.3g%% each way, sigma %.3g, "
-		         "escape %u)", a->trial * 100, a->sigma, a->escape);
+		snprintf(cmp, sizeof cmp, "compare side by side (trial %.3g%% each way, %.3g%% once "
+		         "held, sigma %.3g, escape %u)", a->trial * 100, a->held * 100, a->sigma,
+		         a->escape);
 	rd_log("%s: size %s from %s; interval %.3g s, step %s, deflate %.3g%%, busy %.3g%%, "
 	       "evict %.3g%%, ramp %.3g s, score %s, %s, %u read%s at once", a->b.who,
 	       sz_fmt_size(a->cur, s, sizeof s), a->start_source, (double)a->interval_ns / 1e9,
@@ -500,6 +515,7 @@ static void set_target(struct adaptive *a, uint64_t target, uint64_t now, const 
 	a->trying = 0;   /* everyone ramps together; the groups resume after */
 	a->reach = 1;
 	a->kept_in_row = 0;
+	a->share = a->trial;   /* a new size: the neighbours in full again */
 	a->changes++;
 }
 
@@ -695,6 +711,32 @@ static void pool_interval(struct adaptive *a, uint64_t len_ns)
 	a->pooled_ns += len_ns;
 }
 
+/* A decision kept the size: the trial groups shrink, halving per decision
+ * down to held=, and grow back to trial= at the next change of size.
+ * While the size is right, every file in a group is served a worse size:
+ * measured on the SD library at 828 MiB, at 512K (the best fixed size)
+ * the larger group (768K) scored 15-25% above the current size and the
+ * looks two steps away (1M) 10-40%, so an eighth of the files each way
+ * cost some 2-4% of the disk's time, while the search steps are 5%.  The
+ * groups go on at the smaller share (pooled over up to MAX_POOLED
+ * intervals) and still catch a change of the load, more slowly.  Only
+ * while every group compared (kk) had four times MIN_STREAMS streams in
+ * the interval, so that halved it still has twice as many: with few
+ * streams (the models of tests/test_sizing.c have 45-64) the groups stay
+ * whole, or no group could be scored at all. */
+static void hold(struct adaptive *a, const unsigned kk[NARMS], char *txt, size_t len)
+{
+	txt[0] = 0;
+	for (int i = 0; i < NARMS; i++)
+		if (kk[i] && a->by_size_done[kk[i]].streams < 4 * MIN_STREAMS)
+			return;
+	double half = a->share / 2;
+	double share = half > a->held ? half : a->held;
+	if (share != a->share)
+		snprintf(txt, len, "; groups now %.3g%% of files each way", share * 100);
+	a->share = share;
+}
+
 /* compare=side-by-side: the neighbours were measured in the same interval on
  * their own share of the files; move to the group that scored lowest, if
  * it beat the current size by more than sigma standard errors of the
@@ -731,7 +773,7 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 		snprintf(txt[i], sizeof txt[i], "%.3g+-%.0f%% of %llu streams", a->arm_score[i],
 		         se[i] * 100, (unsigned long long)a->pooled[kk[i]].streams);
 	}
-	char why[320], at[32];
+	char why[448], at[32];
 	const char *away = a->reach > 1 ? "two steps away, " : "";
 	unsigned reach = a->reach;
 	a->reach = 1;
@@ -757,7 +799,8 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 			best = i;
 	}
 	if (best == ARM_CURRENT) {
-		char next[48] = "";
+		char next[48] = "", held[48];
+		hold(a, kk, held, sizeof held);
 		if (reach == 1 && a->escape && ++a->kept_in_row >= a->escape &&
 		    (smaller_k(a, k, 2) || larger_k(a, k, 2))) {
 			a->reach = 2;
@@ -765,8 +808,8 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 			snprintf(next, sizeof next, "; next, two steps away");
 		}
 		snprintf(why, sizeof why, "%s side by side over %.0f s (score %s; %ssmaller %s, "
-		         "larger %s)%s", lower ? "no neighbour lower by its noise" : "lowest", secs,
-		         txt[1], away, txt[0], txt[2], next);
+		         "larger %s)%s%s", lower ? "no neighbour lower by its noise" : "lowest", secs,
+		         txt[1], away, txt[0], txt[2], next, held);
 		rd_log("%s: size %s kept: %s", a->b.who, sz_fmt_size(a->target, at, sizeof at), why);
 		set_target(a, a->target, now, why);
 		if (a->reach != reach)
@@ -776,7 +819,7 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 	}
 	snprintf(why, sizeof why, "%s scored lowest side by side over %.0f s: %s%s smaller, %s here, "
 	         "%s larger (%.0f%% of files each way)", arm_name[best], secs, away, txt[0], txt[1],
-	         txt[2], a->trial * 100);
+	         txt[2], a->share * 100);
 	set_target(a, k_size(a, kk[best]), now, why);
 }
 
@@ -1086,6 +1129,8 @@ static void adaptive_describe(struct rd_policy *p, struct rd_json *j)
 	rd_json_str(j, "compare", a->side_by_side ? "side-by-side" : "intervals");
 	if (a->side_by_side) {
 		rd_json_dbl(j, "trial", a->trial);
+		rd_json_dbl(j, "held", a->held);
+		rd_json_dbl(j, "share", a->share);
 		rd_json_dbl(j, "sigma", a->sigma);
 		rd_json_u64(j, "escape", a->escape);
 		rd_json_bool(j, "trying", a->trying);

@@ -635,15 +635,20 @@ static void viewer_start(struct viewer *v, const struct model *m, unsigned i, un
 	                         : UINT64_MAX;
 }
 
+/* The disk time per MiB the viewers consumed over the second half of the
+ * last run_model() (what the sizes cost, trial groups included). */
+static double model_disk_ms_per_mib;
+
 /* Returns the mean window size over the second half of the run. */
 static double run_model(struct rd_policy *p, const struct model *m, uint64_t *now, unsigned seconds)
 {
-	double sum = 0;
+	double sum = 0, disk_s = 0, consumed = 0;
 	unsigned n = 0, sessions = 0;
 	uint64_t disk_free = *now;   /* the model disk serves one read at a time */
 	unsigned rnd = m->seed, vrnd = m->seed + 7;
 	double load = 1;
-	struct viewer v[64];
+	struct viewer v[512];
+	CHECK(m->n <= sizeof v / sizeof *v);
 	for (unsigned i = 0; i < m->n; i++)
 		viewer_start(&v[i], m, i, &sessions, &vrnd);
 	for (unsigned s = 0; s < seconds; s++) {
@@ -652,6 +657,8 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 		for (unsigned i = 0; i < m->n; i++) {
 			int slow = i < m->slow;
 			v[i].pos += (uint64_t)(slow ? m->slow_bitrate : m->bitrate);
+			if (s >= seconds / 2)
+				consumed += slow ? m->slow_bitrate : m->bitrate;
 			if (v[i].pos >= v[i].stop)
 				viewer_start(&v[i], m, i, &sessions, &vrnd);
 			while (v[i].pos >= v[i].resident_end) {
@@ -675,6 +682,8 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 					service *= m->slow_cost;
 				if (m->window_noise > 0)
 					service *= 1 + m->window_noise * (2 * model_random(&rnd) - 1);
+				if (s >= seconds / 2)
+					disk_s += service;
 				if (disk_free < *now)
 					disk_free = *now;
 				disk_free += (uint64_t)(service * 1e9);
@@ -688,6 +697,7 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 		*now += SEC;
 		p->ops->tick(p, *now);
 	}
+	model_disk_ms_per_mib = consumed > 0 ? disk_s * 1e3 / (consumed / MiB) : 0;
 	return n ? sum / n : 0;
 }
 
@@ -854,6 +864,35 @@ static void test_adaptive(void)
 	CHECK(size >= 0.5 * MiB && size <= 1.5 * MiB);
 	const char *over = strstr(sz_test_last_log, "side by side over ");
 	CHECK(over && atoi(over + 18) >= 2 * 1.0 * MiB / 50e3);
+	/* The trial groups' cost where the size is right: 400 streams at
+	 * 150 kB/s, best at 4M, windows above 4M costing a quarter more (a
+	 * score as steep as the SD library's above its segment size).  Over
+	 * the disk time per MiB consumed at fixed 4M (min=max=4M: no groups),
+	 * an eighth of the files each way a step off cost 3.7% more (4.1%
+	 * with the looks two steps away), the groups shrunk once the size
+	 * holds (hold()) 0.45%; the size stays either way. */
+	struct model steep = m;
+	steep.n = 400;
+	steep.bitrate = 150e3;
+	steep.mem = 1600.0 * MiB;
+	steep.bump_lo = 4.25 * MiB;
+	steep.bump_hi = 1e18;
+	steep.bump = 0.25;
+	adaptive_run("interval=20s,start=4M,min=4M,max=4M", &steep, 4000, &changes);
+	double cost_fixed = model_disk_ms_per_mib;
+	double size_whole = adaptive_run("interval=20s,start=4M,held=12.5%", &steep, 4000, &changes);
+	double cost_whole = model_disk_ms_per_mib;
+	double size_held = adaptive_run("interval=20s,start=4M", &steep, 4000, &changes);
+	double cost_held = model_disk_ms_per_mib;
+	if (getenv("SIZING_VERBOSE"))
+		fprintf(stderr, "steep score at 4M: disk ms/MiB %.2f fixed, %.2f with the groups "
+		        "whole (mean %.2f MiB), %.2f held (mean %.2f MiB, %llu changes)\n",
+		        cost_fixed, cost_whole, size_whole / MiB, cost_held, size_held / MiB,
+		        (unsigned long long)changes);
+	CHECK(size_whole > 3.9 * MiB && size_whole < 4.1 * MiB);
+	CHECK(size_held > 3.9 * MiB && size_held < 4.1 * MiB);
+	CHECK(cost_whole > cost_fixed * 1.02);
+	CHECK(cost_held - cost_fixed < (cost_whole - cost_fixed) / 4);
 	/* Light load: 5 streams keep the disk well under 60% busy: no change
 	 * (the trial groups go on, so the mean window is 2M within their
 	 * share). */
@@ -872,7 +911,7 @@ static void test_adaptive(void)
 	CHECK(p.ops->init(&p, err, sizeof err) == 0);
 	CHECK(strstr(sz_test_last_log, "interval 180 s, step 512K, deflate 5%, busy 60%, evict 5%"));
 	CHECK(strstr(sz_test_last_log, "score paper"));
-	CHECK(strstr(sz_test_last_log, "compare side by side (trial 12.5% each way, sigma 1.5, escape 3)"));
+	CHECK(strstr(sz_test_last_log, "compare side by side (trial 12.5% each way, 3.12% once held, sigma 1.5, escape 3)"));
 	p.ops->destroy(&p);
 	d = dev_info("busy=2");
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "busy=2"));
@@ -886,6 +925,8 @@ static void test_adaptive(void)
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "score=mixed"));
 	d = dev_info("escape=1.5");
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "escape=1.5"));
+	d = dev_info("held=20%");    /* larger than trial */
+	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "held"));
 	d = dev_info("trial=50%");   /* two groups of half the files leave none at the size */
 	CHECK(p.ops->init(&p, err, sizeof err) == -1 && strstr(err, "trial=50%"));
 }

@@ -94,3 +94,20 @@ def test_progress_prints_steps_with_eta():
     lines = out.getvalue().splitlines()
     assert lines[0] == "libception bench: 0m00s [1/3] one"
     assert lines[1] == "libception bench: 1m00s eta 2m00s [2/3] two"
+
+
+def test_progress_drops_steps_left_out():
+    now = [0.0]
+    out = io.StringIO()
+    pr = progress.Progress(10, out=out, clock=lambda: now[0])
+    pr.begin("one")
+    now[0] = 60
+    pr.end()
+    pr.drop(7)          # parts --only leaves out
+    pr.begin("two")
+    pr.drop(100)        # never below the step running
+    pr.end()
+    pr.begin("three")
+    lines = out.getvalue().splitlines()
+    assert lines[1] == "libception bench: 1m00s eta 2m00s [2/3] two"
+    assert lines[2] == "libception bench: 1m00s eta 0m30s [3/3] three"

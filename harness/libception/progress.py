@@ -36,6 +36,10 @@ class Progress:
         self.total = max(1, self.total - 1)
         self.line(f"skip {what} (already in results)")
 
+    def drop(self, steps):
+        """Steps estimated that will not run (a part left out by --only)."""
+        self.total = max(self.done + 1, self.total - steps)
+
     def eta(self):
         elapsed = self.clock() - self.start
         if self.done == 0:

@@ -37,6 +37,15 @@ from .. import daemon, hddsim, plots, sizes, vidload
 from . import common
 
 MIB = 2**20
+PROBES = 6   # a max-rate search's probes, as steps() counts them
+
+
+def wanted(rig, label, steps=PROBES):
+    """Whether --only lets `label` run; if not, its steps leave the ETA."""
+    if rig.wants(label):
+        return True
+    rig.progress.drop(steps)
+    return False
 
 
 def settings(quick):
@@ -78,7 +87,7 @@ def settings(quick):
 def steps(s):
     starts = 2 if s["adaptive_starts"] == "around" else len(s["adaptive_starts"])
     again = 1 if s["fixed_again"] else 0
-    return 6 * (len(s["sizes"]) + 2 + starts + again + len(s["scales"])) + starts + 1
+    return PROBES * (len(s["sizes"]) + 2 + starts + again + len(s["scales"])) + starts + 1
 
 
 def adaptive_args(s, starts):
@@ -311,7 +320,7 @@ def run(rig, s):
     rows, acct_rows, outcomes = [], [], {}
 
     def measure(label, policy, point):
-        if not rig.wants(label):
+        if not wanted(rig, label):
             return None
         o = rig.max_rate({**base, "mode": "libception", "policy": policy}, label, s["search"],
                          point)
@@ -336,7 +345,9 @@ def run(rig, s):
         rows.append(common.row(f"competitive {prof['competitive_size'] / MIB:.2f}M", o, best_rate))
         acct_rows.append(("competitive", accounting_at_answer(o)))
     # The profile's concurrency against strict serialization, same size.
-    if prof.get("concurrency", 1) > 1:
+    if prof.get("concurrency", 1) <= 1:
+        rig.progress.drop(PROBES)
+    else:
         o = measure("competitive-serial", f"competitive:profile={prof_path},concurrency=1",
                     {"config": "competitive", "concurrency": 1,
                      "profile_switch_s": prof["switch_s"], "profile_rate": prof["rate"]})
@@ -354,6 +365,8 @@ def run(rig, s):
             label = f"adaptive from {start}" + (f" (end {size / MIB:.1f}M)" if size else "")
             rows.append(common.row(label, o, best_rate))
             acct_rows.append((f"adaptive from {start}", accounting_at_answer(o)))
+    if s["fixed_again"] and not best_size:
+        rig.progress.drop(PROBES)
     if s["fixed_again"] and best_size:
         o = measure(f"fixed-{best_size}-again", f"bitrate:scale=none,size={best_size}",
                     {"config": "fixed", "size": best_size, "again": 1})
@@ -370,6 +383,8 @@ def run(rig, s):
     # size for all vs size ~ sqrt(bitrate) vs size ~ bitrate, the reference
     # bitrate getting the best fixed size.
     msize = s.get("mixed_size") or best_size
+    if not any(rig.wants(f"mixed-{m}") for m in s["scales"]) or not msize:
+        rig.progress.drop(PROBES * len(s["scales"]))
     if any(rig.wants(f"mixed-{m}") for m in s["scales"]) and not msize:
         rig.log("mixed: skipped: no size for the reference bitrate (run the fixed sweep, "
                 "or --set mixed_size=SIZE)")
@@ -382,7 +397,7 @@ def run(rig, s):
         first = None
         for scale in s["scales"]:
             label = f"mixed-{scale}"
-            if not rig.wants(label):
+            if not wanted(rig, label):
                 continue
             o = rig.max_rate({**mbase, "mode": "libception",
                               "policy": f"bitrate:scale={scale},size={msize}"}, label,
@@ -400,7 +415,7 @@ def run(rig, s):
     traces = {}
     trace_rate = s["trace_rate"] or (round(best_rate * s["trace_share"], 2) if best_rate else None)
     for start in starts:
-        if trace_rate and rig.wants(f"trace-{start}"):
+        if trace_rate and wanted(rig, f"trace-{start}", 1):
             traces[f"from {start}"] = trace(rig, base, s, f"trace-{start}",
                                             f"adaptive:start={start},{args}",
                                             {"start": start, "adaptive": args}, trace_rate)

@@ -198,7 +198,7 @@ def test_adaptive_compares_neighbours_side_by_side(make_daemon, sd_mount, profil
                           rf"lower by its noise) side by side over \d+ s \(score {score}; smaller "
                           rf"({score}|-), larger ({score}|-)\)|-> \S+: (smaller|larger) scored "
                           rf"lowest side by side over \d+ s: ({score}|-) smaller, {score} here, "
-                          rf"({score}|-) larger \(30% of files each way\))")
+                          rf"({score}|-) larger \([\d.]+% of files each way\))")
     try:
         deadline = time.monotonic() + 90
         while not decision.search(d.log_text()) and time.monotonic() < deadline:
@@ -207,7 +207,7 @@ def test_adaptive_compares_neighbours_side_by_side(make_daemon, sd_mount, profil
         stop.set()
         t.join()
     log = d.log_text()
-    assert "compare side by side (trial 30% each way, sigma 1.5, escape 3)" in log
+    assert "compare side by side (trial 30% each way, 7.5% once held, sigma 1.5, escape 3)" in log
     assert decision.search(log), log
     # Files read at the neighbours' sizes still read right.
     for got, batch in sums[:3]:

@@ -83,10 +83,15 @@ def test_cleanup_on_sigterm_in_a_real_process(tmp_path):
     assert marker.read_text() == "ok"
 
 
-def test_progress_prints_steps_with_eta():
+def _progress(total):
+    """A Progress on a clock the test sets (now[0]), printing into out."""
     now = [0.0]
     out = io.StringIO()
-    pr = progress.Progress(3, out=out, clock=lambda: now[0])
+    return progress.Progress(total, out=out, clock=lambda: now[0]), out, now
+
+
+def test_progress_prints_steps_with_eta():
+    pr, out, now = _progress(3)
     pr.begin("one")
     now[0] = 60
     pr.end()
@@ -97,9 +102,7 @@ def test_progress_prints_steps_with_eta():
 
 
 def test_progress_drops_steps_left_out():
-    now = [0.0]
-    out = io.StringIO()
-    pr = progress.Progress(10, out=out, clock=lambda: now[0])
+    pr, out, now = _progress(10)
     pr.begin("one")
     now[0] = 60
     pr.end()

@@ -368,7 +368,7 @@ def run(rig, s):
             acct_rows.append((f"adaptive from {start}", accounting_at_answer(o)))
     if s["fixed_again"] and not best_size:
         rig.progress.drop(PROBES)
-    if s["fixed_again"] and best_size:
+    elif s["fixed_again"]:
         o = measure(f"fixed-{best_size}-again", f"bitrate:scale=none,size={best_size}",
                     {"config": "fixed", "size": best_size, "again": 1})
         if o is not None:
@@ -384,12 +384,13 @@ def run(rig, s):
     # size for all vs size ~ sqrt(bitrate) vs size ~ bitrate, the reference
     # bitrate getting the best fixed size.
     msize = s.get("mixed_size") or best_size
-    if not any(rig.wants(f"mixed-{m}") for m in s["scales"]) or not msize:
+    want_mixed = any(rig.wants(f"mixed-{m}") for m in s["scales"])
+    if not want_mixed or not msize:
         rig.progress.drop(PROBES * len(s["scales"]))
-    if any(rig.wants(f"mixed-{m}") for m in s["scales"]) and not msize:
+    if want_mixed and not msize:
         rig.log("mixed: skipped: no size for the reference bitrate (run the fixed sweep, "
                 "or --set mixed_size=SIZE)")
-    elif any(rig.wants(f"mixed-{m}") for m in s["scales"]):
+    elif want_mixed:
         mixed = common.make_library(rig, **s["mixed_library"])
         mbase = {**base, "library": mixed,
                  "memory_limit": common.memory_limit(mixed, s["memory_ratio"])}

@@ -649,6 +649,8 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 	double load = 1;
 	struct viewer v[512];
 	CHECK(m->n <= sizeof v / sizeof *v);
+	if (m->n > sizeof v / sizeof *v)
+		return 0;   /* no run past the viewers' array */
 	for (unsigned i = 0; i < m->n; i++)
 		viewer_start(&v[i], m, i, &sessions, &vrnd);
 	for (unsigned s = 0; s < seconds; s++) {

@@ -31,8 +31,9 @@
  * separate neighbouring sizes (docs/prefetch-sizing.md); measured side by
  * side, both see the same load.  The files in the trial groups change every
  * interval, so no group keeps a disk zone or a popular video to itself.
- * A neighbour wins only by more than sigma standard errors, and after escape
- * sizes kept in a row the groups look two steps away (side_by_side).
+ * A neighbour wins only by more than sigma standard errors (more at the
+ * first decisions pooled: early()), and after escape sizes kept in a row
+ * the groups look two steps away for two intervals (side_by_side).
  *
  * score=disk drops the miss ratio and scores disk time per MiB consumed
  * alone.  That is what limits the rate of sessions a disk-bound server
@@ -68,8 +69,9 @@ enum { MIN_WINDOWS = 16, MIN_STREAMS = 8 };
  * size under light load, and without the scores' consent (eviction_cut). */
 enum { HEAVY_EVICTIONS = 4 };
 
-/* Side by side, the scores pool at most this many intervals (pool_interval). */
-enum { MAX_POOLED = 4 };
+/* Side by side, the scores pool at most this many intervals (pool_interval),
+ * and a look two steps away lasts this many (side_by_side). */
+enum { MAX_POOLED = 4, ESCAPE_LOOKS = 2 };
 
 /* The groups of files measured side by side under compare=side-by-side. */
 enum arm { ARM_SMALLER, ARM_CURRENT, ARM_LARGER, NARMS };
@@ -656,6 +658,21 @@ static double widened(double z, uint64_t n)
 	return z + (z * z * z + z) / (4 * df);
 }
 
+/* The margin's factor at the j-th of up to looks pooled decisions, an
+ * O'Brien-Fleming boundary: sqrt(looks / j), the full margin only once
+ * all are pooled.  Testing the pooled scores at every decision with the
+ * same margin lets noise win at any of them, and soonest at the first,
+ * over one interval: on the HD library from 2M the first decision moved
+ * to 1.5M on a trial group of 42 streams (8.03+-21% against 12.6+-6%, 2.1
+ * standard errors against a margin of 1.9), where the score is flat and
+ * the best fixed size was 4M; the size never came back.  A real
+ * difference that large in one interval is still taken at once; one
+ * between the margin and twice it waits for a second interval. */
+static double early(unsigned j, unsigned looks)
+{
+	return j > 0 && j < looks ? sqrt((double)looks / j) : 1;
+}
+
 /* Side by side, over the interval just ended: did the smaller group's size
  * score lower than the current one by more than sigma standard errors?
  * -1 if either had too few windows. */
@@ -753,9 +770,11 @@ static void hold(struct adaptive *a, const unsigned kk[NARMS], char *txt, size_t
  * Fresh scores every interval need no deflation to retry a neighbour, but
  * a real local minimum of the score holds the size for good: after escape=
  * decisions in a row that kept the size, the groups try two steps away
- * for one interval, and the size moves there if that wins (measured on the
- * mixed library from 128K: 256K scored worse than 128K in every one of 30
- * decisions, while fixed 512K served 5-15% more sessions than 128K). */
+ * for ESCAPE_LOOKS intervals, and the size moves there if that wins
+ * (measured on the mixed library from 128K: 256K scored worse than 128K
+ * in every one of 30 decisions, while fixed 512K served 5-15% more
+ * sessions than 128K).  Two intervals, pooled, since the first decision
+ * needs a wider margin (early()). */
 static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 {
 	pool_interval(a, len_ns);
@@ -797,7 +816,8 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 			continue;
 		lower = 1;
 		uint64_t n = a->pooled[kk[i]].streams, n_cur = a->pooled[k].streams;
-		double margin = widened(sigma, n < n_cur ? n : n_cur);
+		double margin = widened(sigma * early(a->npooled, reach > 1 ? ESCAPE_LOOKS : MAX_POOLED),
+		                        n < n_cur ? n : n_cur);
 		if (beats(a->arm_score[i], se[i], cur, se[ARM_CURRENT], margin) &&
 		    (best == ARM_CURRENT || a->arm_score[i] < a->arm_score[best]))
 			best = i;
@@ -805,7 +825,10 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 	if (best == ARM_CURRENT) {
 		char next[48] = "", held[48];
 		hold(a, kk, held, sizeof held);
-		if (reach == 1 && a->escape && ++a->kept_in_row >= a->escape &&
+		if (reach > 1 && a->npooled < ESCAPE_LOOKS) {
+			a->reach = reach;
+			snprintf(next, sizeof next, "; two steps away once more");
+		} else if (reach == 1 && a->escape && ++a->kept_in_row >= a->escape &&
 		    (smaller_k(a, k, 2) || larger_k(a, k, 2))) {
 			a->reach = 2;
 			a->kept_in_row = 0;

@@ -131,7 +131,7 @@ struct adaptive {
 	double arm_score[NARMS];      /* last decision's, -1 if unmeasured */
 	double arm_se[NARMS];         /* and their relative standard errors */
 	struct sz_figures last;
-	char reason[768];
+	char reason[960];
 	char start_source[640];
 };
 
@@ -783,7 +783,7 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 	compared_steps(a, kk);
 	unsigned k = kk[ARM_CURRENT];
 	double *se = a->arm_se;
-	char txt[NARMS][40];
+	char txt[NARMS][96];
 	for (int i = 0; i < NARMS; i++) {
 		se[i] = 0;
 		a->arm_score[i] = kk[i] ? size_score(a, &a->pooled[kk[i]], &se[i]) : -1;
@@ -793,10 +793,16 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 		}
 		a->score[kk[i]] = a->arm_score[i];
 		a->scored[kk[i]] = 1;
-		snprintf(txt[i], sizeof txt[i], "%.3g+-%.0f%% of %llu streams", a->arm_score[i],
-		         se[i] * 100, (unsigned long long)a->pooled[kk[i]].streams);
+		/* The score's two parts, to tell where groups differ: disk
+		 * time per MiB read (seeks, transfer) and bytes read per byte
+		 * consumed (waste, re-reads). */
+		const struct by_size *w = &a->pooled[kk[i]];
+		snprintf(txt[i], sizeof txt[i], "%.3g+-%.0f%% of %llu streams (%.3g ms/MiB read, "
+		         "read/used %.2f)", a->arm_score[i], se[i] * 100, (unsigned long long)w->streams,
+		         (double)w->disk_ns / 1e6 / ((double)w->read / SZ_MIB),
+		         (double)w->read / (double)w->consumed);
 	}
-	char why[448], at[32];
+	char why[640], at[32];
 	const char *away = a->reach > 1 ? "two steps away, " : "";
 	unsigned reach = a->reach;
 	a->reach = 1;

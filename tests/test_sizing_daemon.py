@@ -193,7 +193,8 @@ def test_adaptive_compares_neighbours_side_by_side(make_daemon, sd_mount, profil
 
     t = threading.Thread(target=readers)
     t.start()
-    score = r"[0-9.e+]+\+-\d+% of \d+ streams"   # a score, its standard error, its streams
+    # a score, its standard error, its streams and its two parts
+    score = r"[0-9.e+]+\+-\d+% of \d+ streams \([0-9.e+]+ ms/MiB read, read/used [\d.]+\)"
     decision = re.compile(rf"receptiond: adaptive fuse-\S+: size (\S+) (kept: (lowest|no neighbour "
                           rf"lower by its noise) side by side over \d+ s \(score {score}; smaller "
                           rf"({score}|-), larger ({score}|-)\)|-> \S+: (smaller|larger) scored "

@@ -45,7 +45,7 @@
  * tests/test_sizing.c it grew the size from the paper's 1M to 4.5M.
  *
  *   --policy adaptive[:interval=180s,step=512K,deflate=5%,busy=60%,evict=5%,
- *                      ramp=60s,start=SIZE,compare=side-by-side|intervals,trial=12.5%,
+ *                      ramp=60s,start=SIZE,compare=side-by-side|intervals|aa,trial=12.5%,
  *                      held=3.125%,sigma=1.5,escape=3,score=paper|disk,
  *                      scale=none|sqrt|linear,ref=,min=,max=,
  *                      streams=, and competitive's switch=,rate=,profile=]
@@ -77,11 +77,14 @@ enum { MAX_POOLED = 4, ESCAPE_LOOKS = 2 };
 enum arm { ARM_SMALLER, ARM_CURRENT, ARM_LARGER, NARMS };
 static const char *const arm_name[NARMS] = { "smaller", "current", "larger" };
 
-/* What windows of one size cost and gave: bytes read and disk time for
+/* What one group's windows cost and gave: bytes read and disk time for
  * them, and bytes the streams consumed out of them; with the sums of the
  * squares and products (in MiB and ms) of those figures per stream, over
- * the streams whose windows they were, for the score's standard error. */
-struct by_size {
+ * the streams whose windows they were, for the score's standard error.
+ * Kept per group, not per size: between two changes of the sizes
+ * compared (settle()) each group reads one size, and per group the
+ * machinery can be checked against itself (compare=aa). */
+struct sums {
 	uint64_t windows, read, disk_ns, consumed;
 	uint64_t streams;
 	double dd, rr, cc, dr, dc, rc;
@@ -92,7 +95,8 @@ struct adaptive {
 	/* parameters (Table 2) */
 	uint64_t interval_ns, step, ramp_ns, start;
 	double deflate, busy_min, evict_max;
-	int side_by_side;             /* compare=side-by-side */
+	int side_by_side;             /* compare=side-by-side (or aa) */
+	int aa;                       /* compare=aa: every group at the current size */
 	double trial;                 /* share of files in each neighbour's group */
 	double held;                  /* and once the size holds (held=) */
 	double sigma;                 /* a neighbour must win by this many standard errors */
@@ -122,9 +126,9 @@ struct adaptive {
 	                                 to held (hold()) */
 	unsigned reach;               /* how many steps away they are (1, or 2 to escape) */
 	unsigned kept_in_row;         /* side-by-side decisions that kept the size */
-	struct by_size *by_size;      /* [k], this interval */
-	struct by_size *by_size_done; /* [k], the interval before */
-	struct by_size *pooled;       /* [k], the intervals scored since the
+	struct sums group[NARMS];     /* this interval */
+	struct sums group_done[NARMS];/* the interval before */
+	struct sums pooled[NARMS];    /* the intervals scored since the
 	                                 compared sizes last changed */
 	unsigned npooled;
 	uint64_t pooled_ns;
@@ -171,9 +175,9 @@ static unsigned larger_k(const struct adaptive *a, unsigned k, unsigned d)
 static void compared_steps(const struct adaptive *a, unsigned kk[NARMS])
 {
 	unsigned k = size_k(a, (double)a->target);
-	kk[ARM_SMALLER] = smaller_k(a, k, a->reach);
+	kk[ARM_SMALLER] = a->aa ? k : smaller_k(a, k, a->reach);
 	kk[ARM_CURRENT] = k;
-	kk[ARM_LARGER] = larger_k(a, k, a->reach);
+	kk[ARM_LARGER] = a->aa ? k : larger_k(a, k, a->reach);
 }
 
 /* Which group a file is in this interval: a share trial of the files
@@ -206,6 +210,8 @@ static enum arm arm_of(const struct adaptive *a, dev_t dev, ino_t ino)
 static uint64_t arm_size(const struct adaptive *a, enum arm arm)
 {
 	unsigned k = size_k(a, (double)a->cur), n = 0;
+	if (a->aa)
+		return a->cur;
 	if (arm == ARM_SMALLER)
 		n = smaller_k(a, k, a->reach);
 	else if (arm == ARM_LARGER)
@@ -220,8 +226,8 @@ static uint64_t arm_size(const struct adaptive *a, enum arm arm)
  * (an eighth of the streams) look smaller than it was. */
 static void close_stream_sums(struct adaptive *a, struct sz_stream *s)
 {
-	if (s->pol_cl_step) {
-		struct by_size *w = &a->by_size[s->pol_cl_step];
+	if (s->pol_cl_group) {
+		struct sums *w = &a->group[s->pol_cl_group - 1];
 		double d = s->pol_cl_disk, r = s->pol_cl_read, c = s->pol_cl_consumed;
 		w->dd += d * d;
 		w->rr += r * r;
@@ -230,7 +236,7 @@ static void close_stream_sums(struct adaptive *a, struct sz_stream *s)
 		w->dc += d * c;
 		w->rc += r * c;
 	}
-	s->pol_cl_step = 0;
+	s->pol_cl_group = 0;
 	s->pol_cl_disk = s->pol_cl_read = s->pol_cl_consumed = 0;
 }
 
@@ -240,10 +246,8 @@ static struct sz_counters roll(struct adaptive *a, uint64_t now, uint64_t *len)
 	for (unsigned i = 0; i < a->b.streams.cap; i++)
 		if (a->b.streams.v[i].used)
 			close_stream_sums(a, &a->b.streams.v[i]);
-	struct by_size *t = a->by_size_done;
-	a->by_size_done = a->by_size;
-	a->by_size = t;
-	memset(a->by_size, 0, (a->nsteps + 2) * sizeof *a->by_size);
+	memcpy(a->group_done, a->group, sizeof a->group);
+	memset(a->group, 0, sizeof a->group);
 	return sz_account_roll(&a->b.acct, now, len);
 }
 
@@ -279,8 +283,11 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 		else if (strcmp(key, "evict") == 0 && sz_parse_fraction(val, &a->evict_max) == 0)
 			;
 		else if (strcmp(key, "compare") == 0 &&
-		         (strcmp(val, "side-by-side") == 0 || strcmp(val, "intervals") == 0))
-			a->side_by_side = val[0] == 's';
+		         (strcmp(val, "side-by-side") == 0 || strcmp(val, "intervals") == 0 ||
+		          strcmp(val, "aa") == 0)) {
+			a->side_by_side = val[0] != 'i';
+			a->aa = val[0] == 'a';
+		}
 		else if (strcmp(key, "trial") == 0 && sz_parse_fraction(val, &a->trial) == 0 &&
 		         a->trial > 0 && a->trial <= 1.0 / 3)
 			;
@@ -305,7 +312,7 @@ static int adaptive_config(struct rd_policy *p, struct adaptive *a, char *err, s
 		else {
 			snprintf(err, errlen,
 			         "%s: bad argument \"%s=%s\" (interval=, step=, deflate=, busy=, evict=, "
-			         "ramp=, start=, compare=side-by-side|intervals, trial= up to 33%%, held=, sigma=, "
+			         "ramp=, start=, compare=side-by-side|intervals|aa, trial= up to 33%%, held=, sigma=, "
 			         "escape=, score=paper|disk, switch=, rate=, profile=, scale=, ref=, min=, "
 			         "max=, streams=)",
 			         a->b.who, key, val);
@@ -393,22 +400,22 @@ static void settle(struct adaptive *a, uint64_t now, const char *why)
 /* A stream's last window is done with: count it for its size. */
 static void close_window(struct adaptive *a, struct sz_stream *s)
 {
-	if (s->pol_step && s->pol_open_ns >= a->settled_ns) {
-		struct by_size *w = &a->by_size[s->pol_step];
+	if (s->pol_group && s->pol_open_ns >= a->settled_ns) {
+		struct sums *w = &a->group[s->pol_group - 1];
 		w->windows++;
 		w->read += s->pol_read;
 		w->disk_ns += s->pol_disk_ns;
 		w->consumed += s->pol_consumed;
-		if (s->pol_cl_step != s->pol_step) {
+		if (s->pol_cl_group != s->pol_group) {
 			close_stream_sums(a, s);
-			s->pol_cl_step = s->pol_step;
+			s->pol_cl_group = s->pol_group;
 			w->streams++;
 		}
 		s->pol_cl_disk += (double)s->pol_disk_ns / 1e6;
 		s->pol_cl_read += (double)s->pol_read / SZ_MIB;
 		s->pol_cl_consumed += (double)s->pol_consumed / SZ_MIB;
 	}
-	s->pol_step = 0;
+	s->pol_group = 0;
 	s->pol_read = s->pol_disk_ns = s->pol_consumed = 0;
 }
 
@@ -449,10 +456,7 @@ static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 	a->nsteps = (unsigned)(a->b.max_size / a->step);
 	a->score = calloc(a->nsteps + 2, sizeof *a->score);
 	a->scored = calloc(a->nsteps + 2, 1);
-	a->by_size = calloc(a->nsteps + 2, sizeof *a->by_size);
-	a->by_size_done = calloc(a->nsteps + 2, sizeof *a->by_size);
-	a->pooled = calloc(a->nsteps + 2, sizeof *a->by_size);
-	if (!a->score || !a->scored || !a->by_size || !a->by_size_done || !a->pooled) {
+	if (!a->score || !a->scored) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -472,7 +476,10 @@ static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 	p->tick_ms = 1000;
 	char s[32], st[32];
 	char cmp[128] = "compare intervals";
-	if (a->side_by_side)
+	if (a->aa)
+		snprintf(cmp, sizeof cmp, "compare aa (groups of %.3g%% of files each way, all at the "
+		         "current size: no move by score)", a->trial * 100);
+	else if (a->side_by_side)
 		snprintf(cmp, sizeof cmp, "compare side by side (trial %.3g%% each way, %.3g%% once "
 		         "held, sigma %.3g, escape %u)", a->trial * 100, a->held * 100, a->sigma,
 		         a->escape);
@@ -486,9 +493,6 @@ static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 fail:
 	free(a->score);
 	free(a->scored);
-	free(a->by_size);
-	free(a->by_size_done);
-	free(a->pooled);
 	free(a);
 	return -1;
 }
@@ -598,7 +602,7 @@ static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t no
  * for the paper's score, 0 for score=disk), the score is
  * mean(d) mean(r)^b / mean(c)^(1+b), so ln(score) varies as the mean of
  * z = d/mean(d) + b r/mean(r) - (1+b) c/mean(c), whose own mean is 0. */
-static double size_score(const struct adaptive *a, const struct by_size *w, double *rel_se)
+static double size_score(const struct adaptive *a, const struct sums *w, double *rel_se)
 {
 	*rel_se = 0;
 	if (w->windows < MIN_WINDOWS || w->streams < MIN_STREAMS || !w->consumed || !w->read)
@@ -681,9 +685,8 @@ static int smaller_won(const struct adaptive *a, double sigma)
 	unsigned kk[NARMS];
 	compared_steps(a, kk);
 	double se, small_se;
-	double cur = size_score(a, &a->by_size_done[kk[ARM_CURRENT]], &se);
-	double small = kk[ARM_SMALLER] ? size_score(a, &a->by_size_done[kk[ARM_SMALLER]], &small_se)
-	                               : -1;
+	double cur = size_score(a, &a->group_done[ARM_CURRENT], &se);
+	double small = kk[ARM_SMALLER] ? size_score(a, &a->group_done[ARM_SMALLER], &small_se) : -1;
 	if (cur < 0 || small < 0)
 		return -1;
 	return beats(small, small_se, cur, se, sigma);
@@ -703,7 +706,7 @@ static int smaller_won(const struct adaptive *a, double sigma)
  * best 4M, from 2M) the mean size over the second half went from 3.42
  * to 3.76 MiB (four seeds), and the flat model moved 5 times instead of
  * 10. */
-static void by_size_add(struct by_size *to, const struct by_size *w)
+static void sums_add(struct sums *to, const struct sums *w)
 {
 	to->windows += w->windows;
 	to->read += w->read;
@@ -723,11 +726,11 @@ static void pool_interval(struct adaptive *a, uint64_t len_ns)
 	if (a->npooled >= MAX_POOLED)
 		a->npooled = 0;
 	if (a->npooled == 0) {
-		memset(a->pooled, 0, (a->nsteps + 2) * sizeof *a->pooled);
+		memset(a->pooled, 0, sizeof a->pooled);
 		a->pooled_ns = 0;
 	}
-	for (unsigned k = 0; k < a->nsteps + 2; k++)
-		by_size_add(&a->pooled[k], &a->by_size_done[k]);
+	for (int i = 0; i < NARMS; i++)
+		sums_add(&a->pooled[i], &a->group_done[i]);
 	a->npooled++;
 	a->pooled_ns += len_ns;
 }
@@ -749,13 +752,40 @@ static void hold(struct adaptive *a, const unsigned kk[NARMS], char *txt, size_t
 {
 	txt[0] = 0;
 	for (int i = 0; i < NARMS; i++)
-		if (kk[i] && a->by_size_done[kk[i]].streams < 4 * MIN_STREAMS)
+		if (kk[i] && a->group_done[i].streams < 4 * MIN_STREAMS)
 			return;
 	double half = a->share / 2;
 	double share = half > a->held ? half : a->held;
 	if (share != a->share)
 		snprintf(txt, len, "; groups now %.3g%% of files each way", share * 100);
 	a->share = share;
+}
+
+/* compare=aa: every group read the current size, so their scores differ
+ * only by noise and by whatever the machinery itself does to a group
+ * (which files it gets, windows that outlast an interval, a file's
+ * streams changing size between intervals).  Logged, never acted on: a
+ * trial group's score over the current group's, in standard errors of
+ * the difference.  On the HD library the trial groups scored 12-20%
+ * above the current size at every size the search stopped at, with 120
+ * streams or more as with 30; this is the check of whether that is the
+ * sizes or the comparison. */
+static void aa_report(struct adaptive *a, char txt[NARMS][96], double secs, uint64_t now)
+{
+	char why[640], at[32], vs[NARMS][48] = { "", "", "" };
+	double cur = a->arm_score[ARM_CURRENT], *se = a->arm_se;
+	for (int i = 0; i < NARMS; i++)
+		if (i != ARM_CURRENT && cur > 0 && a->arm_score[i] > 0) {
+			double d = sqrt(se[i] * se[i] + se[ARM_CURRENT] * se[ARM_CURRENT]);
+			double l = log(a->arm_score[i] / cur);
+			snprintf(vs[i], sizeof vs[i], ", %.3gx current (%+.1f standard errors)",
+			         a->arm_score[i] / cur, d > 0 ? l / d : 0);
+		}
+	snprintf(why, sizeof why, "A/A side by side over %.0f s, every group at this size: current "
+	         "%s; smaller's group %s%s; larger's group %s%s", secs, txt[ARM_CURRENT],
+	         txt[ARM_SMALLER], vs[ARM_SMALLER], txt[ARM_LARGER], vs[ARM_LARGER]);
+	rd_log("%s: size %s kept: %s", a->b.who, sz_fmt_size(a->target, at, sizeof at), why);
+	set_target(a, a->target, now, why);
 }
 
 /* compare=side-by-side: the neighbours were measured in the same interval on
@@ -786,23 +816,29 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 	char txt[NARMS][96];
 	for (int i = 0; i < NARMS; i++) {
 		se[i] = 0;
-		a->arm_score[i] = kk[i] ? size_score(a, &a->pooled[kk[i]], &se[i]) : -1;
+		a->arm_score[i] = kk[i] ? size_score(a, &a->pooled[i], &se[i]) : -1;
 		if (a->arm_score[i] < 0) {
 			snprintf(txt[i], sizeof txt[i], "-");
 			continue;
 		}
-		a->score[kk[i]] = a->arm_score[i];
-		a->scored[kk[i]] = 1;
+		if (!a->aa || i == ARM_CURRENT) {
+			a->score[kk[i]] = a->arm_score[i];
+			a->scored[kk[i]] = 1;
+		}
 		/* The score's two parts, to tell where groups differ: disk
 		 * time per MiB read (seeks, transfer) and bytes read per byte
 		 * consumed (waste, re-reads). */
-		const struct by_size *w = &a->pooled[kk[i]];
+		const struct sums *w = &a->pooled[i];
 		snprintf(txt[i], sizeof txt[i], "%.3g+-%.0f%% of %llu streams (%.3g ms/MiB read, "
 		         "read/used %.2f)", a->arm_score[i], se[i] * 100, (unsigned long long)w->streams,
 		         (double)w->disk_ns / 1e6 / ((double)w->read / SZ_MIB),
 		         (double)w->read / (double)w->consumed);
 	}
 	char why[640], at[32];
+	if (a->aa) {
+		aa_report(a, txt, secs, now);
+		return;
+	}
 	const char *away = a->reach > 1 ? "two steps away, " : "";
 	unsigned reach = a->reach;
 	a->reach = 1;
@@ -821,7 +857,7 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 		if (i == ARM_CURRENT || a->arm_score[i] < 0 || a->arm_score[i] >= cur)
 			continue;
 		lower = 1;
-		uint64_t n = a->pooled[kk[i]].streams, n_cur = a->pooled[k].streams;
+		uint64_t n = a->pooled[i].streams, n_cur = a->pooled[ARM_CURRENT].streams;
 		double margin = widened(sigma * early(a->npooled, reach > 1 ? ESCAPE_LOOKS : MAX_POOLED),
 		                        n < n_cur ? n : n_cur);
 		if (beats(a->arm_score[i], se[i], cur, se[ARM_CURRENT], margin) &&
@@ -1056,8 +1092,7 @@ static int groups_short(const struct adaptive *a)
 	unsigned kk[NARMS];
 	compared_steps(a, kk);
 	for (int i = 0; i < NARMS; i++)
-		if (kk[i] && (a->by_size[kk[i]].windows < MIN_WINDOWS ||
-		              a->by_size[kk[i]].streams < MIN_STREAMS))
+		if (kk[i] && (a->group[i].windows < MIN_WINDOWS || a->group[i].streams < MIN_STREAMS))
 			return 1;
 	return 0;
 }
@@ -1141,7 +1176,7 @@ static void adaptive_observe(struct rd_policy *p, const struct rd_completion *c)
 	s->pol_consumed += old_part;
 	if (!c->was_resident && c->window_length) {
 		close_window(a, s);
-		s->pol_step = size_k(a, (double)arm_size(a, arm_of(a, c->req.dev, c->req.ino)));
+		s->pol_group = arm_of(a, c->req.dev, c->req.ino) + 1;
 		s->pol_open_ns = c->req.arrival_ns;
 		s->pol_read = a->b.acct.interval.read - before.read;
 		s->pol_disk_ns = a->b.acct.interval.disk_ns - before.disk_ns;
@@ -1170,7 +1205,7 @@ static void adaptive_describe(struct rd_policy *p, struct rd_json *j)
 	rd_json_dbl(j, "older_read_share", a->last.older_read_share);
 	rd_json_dbl(j, "needed_age_s", a->last.needed_age_s);
 	rd_json_obj_end(j);
-	rd_json_str(j, "compare", a->side_by_side ? "side-by-side" : "intervals");
+	rd_json_str(j, "compare", a->aa ? "aa" : a->side_by_side ? "side-by-side" : "intervals");
 	if (a->side_by_side) {
 		rd_json_dbl(j, "trial", a->trial);
 		rd_json_dbl(j, "held", a->held);
@@ -1216,9 +1251,6 @@ static void adaptive_destroy(struct rd_policy *p)
 		sz_base_free(&a->b);
 		free(a->score);
 		free(a->scored);
-		free(a->by_size);
-		free(a->by_size_done);
-		free(a->pooled);
 	}
 	free(a);
 	p->priv = NULL;

@@ -94,13 +94,13 @@ struct sz_stream {
 	                                   was told is resident: it asks next there */
 	int fd;                         /* dup of the file for residency checks, -1 */
 	/* The adaptive policy's record of the last window, counted for its
-	 * size when the stream gets its next one or ends (0 steps: none). */
-	unsigned pol_step;
+	 * group when the stream gets its next one or ends (0: none). */
+	unsigned pol_group;
 	uint64_t pol_read, pol_disk_ns, pol_consumed;
 	uint64_t pol_open_ns;           /* when that window was asked for */
-	/* and of the windows of one size it was done with this interval, in
+	/* and of the windows of one group it was done with this interval, in
 	 * ms and MiB (the score's error counts streams, not windows) */
-	unsigned pol_cl_step;
+	unsigned pol_cl_group;
 	double pol_cl_disk, pol_cl_read, pol_cl_consumed;
 	int next;                       /* hash chain */
 };

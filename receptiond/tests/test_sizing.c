@@ -22,6 +22,7 @@
 extern char sz_test_last_log[1024];
 extern unsigned sz_test_logs;
 extern int sz_test_verbose;
+extern void (*sz_test_log_hook)(const char *line);
 
 static int failures;
 #define CHECK(cond) do { if (!(cond)) { failures++; \
@@ -703,6 +704,21 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 	return n ? sum / n : 0;
 }
 
+/* compare=aa's decisions: how many, and the sum of each trial group's
+ * distance from the current group, in standard errors. */
+static unsigned aa_decisions;
+static double aa_z_sum[2];
+
+static void aa_collect(const char *line)
+{
+	const char *at = strstr(line, "A/A side by side");
+	if (!at)
+		return;
+	aa_decisions++;
+	for (int i = 0; i < 2 && (at = strstr(at, "x current (")); i++, at++)
+		aa_z_sum[i] += strtod(at + 11, NULL);
+}
+
 /* How many sizes the last adaptive_run() scored. */
 static unsigned model_sizes_scored;
 
@@ -820,6 +836,40 @@ static void test_adaptive(void)
 		fprintf(stderr, "two kinds of streams, 2000 s: %llu moves\n",
 		        (unsigned long long)changes);
 	CHECK(changes <= 8);
+	/* The comparison against itself (compare=aa): on the same model every
+	 * group reads the current size, and the trial groups' scores come out
+	 * as the current group's, within their noise, on average over the
+	 * decisions (the model has no cause of a difference but the
+	 * machinery); no move. */
+	sz_test_log_hook = aa_collect;
+	adaptive_run("interval=20s,start=1M,busy=0%,compare=aa", &kinds, 2000, &changes);
+	sz_test_log_hook = NULL;
+	if (getenv("SIZING_VERBOSE"))
+		fprintf(stderr, "A/A, two kinds of streams: %u decisions, mean z smaller's group %+.2f, "
+		        "larger's %+.2f\n", aa_decisions, aa_z_sum[0] / aa_decisions,
+		        aa_z_sum[1] / aa_decisions);
+	if (getenv("SIZING_VERBOSE")) {
+		struct model leaving = m;
+		leaving.n = 200;
+		leaving.mem = 1e12;
+		leaving.session = 24.0 * MiB;
+		leaving.window_noise = 0.3;
+		const struct model *aa_models[] = { &flat, &leaving };
+		for (unsigned i = 0; i < 2; i++) {
+			unsigned d0 = aa_decisions;
+			double z0 = aa_z_sum[0], z1 = aa_z_sum[1];
+			sz_test_log_hook = aa_collect;
+			adaptive_run("interval=20s,start=4M,busy=0%,compare=aa", aa_models[i], 4000, &changes);
+			sz_test_log_hook = NULL;
+			unsigned n = aa_decisions - d0;
+			fprintf(stderr, "A/A, %s: %u decisions, mean z %+.2f, %+.2f\n",
+			        i ? "viewers who leave" : "flat", n, (aa_z_sum[0] - z0) / n,
+			        (aa_z_sum[1] - z1) / n);
+		}
+	}
+	CHECK(changes == 0 && aa_decisions >= 20);
+	CHECK(fabs(aa_z_sum[0] / aa_decisions) < 1 && fabs(aa_z_sum[1] / aa_decisions) < 1);
+	CHECK(strstr(sz_test_last_log, "A/A side by side over"));
 	/* A shallow gradient: with a switch of 2 ms, 3M scores a few percent
 	 * above 4M (the best), less than one interval's noise in a trial
 	 * group, and each window's disk time varies by +-30%.  Pooling the

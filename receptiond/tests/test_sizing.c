@@ -848,25 +848,6 @@ static void test_adaptive(void)
 		fprintf(stderr, "A/A, two kinds of streams: %u decisions, mean z smaller's group %+.2f, "
 		        "larger's %+.2f\n", aa_decisions, aa_z_sum[0] / aa_decisions,
 		        aa_z_sum[1] / aa_decisions);
-	if (getenv("SIZING_VERBOSE")) {
-		struct model leaving = m;
-		leaving.n = 200;
-		leaving.mem = 1e12;
-		leaving.session = 24.0 * MiB;
-		leaving.window_noise = 0.3;
-		const struct model *aa_models[] = { &flat, &leaving };
-		for (unsigned i = 0; i < 2; i++) {
-			unsigned d0 = aa_decisions;
-			double z0 = aa_z_sum[0], z1 = aa_z_sum[1];
-			sz_test_log_hook = aa_collect;
-			adaptive_run("interval=20s,start=4M,busy=0%,compare=aa", aa_models[i], 4000, &changes);
-			sz_test_log_hook = NULL;
-			unsigned n = aa_decisions - d0;
-			fprintf(stderr, "A/A, %s: %u decisions, mean z %+.2f, %+.2f\n",
-			        i ? "viewers who leave" : "flat", n, (aa_z_sum[0] - z0) / n,
-			        (aa_z_sum[1] - z1) / n);
-		}
-	}
 	CHECK(changes == 0 && aa_decisions >= 20);
 	CHECK(fabs(aa_z_sum[0] / aa_decisions) < 1 && fabs(aa_z_sum[1] / aa_decisions) < 1);
 	CHECK(strstr(sz_test_last_log, "A/A side by side over"));

@@ -612,6 +612,12 @@ struct model {
 	double slow_bitrate; /* their bitrate */
 	double slow_cost;    /* and their windows' disk time scaled by this */
 	unsigned seed;
+	uint64_t follow;     /* if set, viewer 0 watches one file for good,
+	                        and every eighth viewer (i % 8 == 7) watches
+	                        it too, each session from a few windows
+	                        before where viewer 0 started (this many
+	                        bytes apart), then finding what viewer 0
+	                        read resident: one popular video */
 };
 
 static double model_random(unsigned *rnd)
@@ -627,6 +633,10 @@ struct viewer {
 	ino_t ino;
 };
 
+/* With follow=, where viewer 0 starts, in follow= steps (past every
+ * follower's start). */
+enum { FOLLOWED_FROM = 64 };
+
 static void viewer_start(struct viewer *v, const struct model *m, unsigned i, unsigned *sessions,
                          unsigned *rnd)
 {
@@ -634,6 +644,15 @@ static void viewer_start(struct viewer *v, const struct model *m, unsigned i, un
 	v->pos = v->resident_end = (uint64_t)i << 36;   /* far apart */
 	v->stop = m->session > 0 ? v->pos + (uint64_t)(m->session * (1 + 4 * model_random(rnd)) / 3)
 	                         : UINT64_MAX;
+	if (m->follow && i % 8 == 7) {
+		v->ino = v[-(int)i].ino;
+		v->pos = v->resident_end = m->follow * (1 + i / 8);
+		v->stop = v->pos + (uint64_t)(m->session * (1 + 4 * model_random(rnd)) / 3);
+	}
+	if (m->follow && i == 0) {
+		v->pos = v->resident_end = FOLLOWED_FROM * m->follow;
+		v->stop = UINT64_MAX;
+	}
 }
 
 /* The disk time per MiB the viewers consumed over the second half of the
@@ -669,6 +688,18 @@ static double run_model(struct rd_policy *p, const struct model *m, uint64_t *no
 				                             .file_size = 1ull << 40,
 				                             .offset = v[i].resident_end,
 				                             .length = 65536, .arrival_ns = *now };
+				const struct viewer *lead = m->follow && i % 8 == 7 ? &v[0] : NULL;
+				if (lead && r.offset >= FOLLOWED_FROM * m->follow &&
+				    r.offset < lead->resident_end) {
+					/* what viewer 0 read: resident, a hit */
+					struct rd_completion c = completion(r.ino, r.offset, 65536,
+					                                    lead->resident_end - r.offset, 0, 0,
+					                                    *now);
+					c.req = r;
+					p->ops->observe(p, &c);
+					v[i].resident_end = lead->resident_end;
+					continue;
+				}
 				uint64_t w = p->ops->size(p, &r);
 				if (s >= seconds / 2) {
 					sum += (double)w;
@@ -717,6 +748,16 @@ static void aa_collect(const char *line)
 	aa_decisions++;
 	for (int i = 0; i < 2 && (at = strstr(at, "x current (")); i++, at++)
 		aa_z_sum[i] += strtod(at + 11, NULL);
+}
+
+/* Side-by-side decisions that left a group unscored. */
+static unsigned too_few;
+
+static void count_too_few(const char *line)
+{
+	too_few += strstr(line, "side by side over") &&
+	           (strstr(line, "smaller -") || strstr(line, "larger -") ||
+	            strstr(line, "- smaller") || strstr(line, "- larger"));
 }
 
 /* How many sizes the last adaptive_run() scored. */
@@ -799,7 +840,8 @@ static void test_adaptive(void)
 	 * on a win by more than 1.5 standard errors of the difference keeps
 	 * the size where it is most of the time (5 moves against 29 in 4 x
 	 * 2000 s, the escape's looks two steps away included; 4 against 28
-	 * with early()'s wider margin for the first decisions pooled). */
+	 * with early()'s wider margin for the first decisions pooled, 2
+	 * against 27 with the groups drawn per stream). */
 	struct model flat = m;
 	flat.switch_s = 0;
 	flat.mem = 1e12;
@@ -823,7 +865,8 @@ static void test_adaptive(void)
 	 * windows are all of one kind.  With the error counted over windows,
 	 * and the two trial groups drawn from the same two halves of the files
 	 * every interval, the size moved 38 times in 2000 s; with the error
-	 * over streams and the groups drawn afresh, 3 times. */
+	 * over streams and the groups drawn afresh, 3 times; drawn per
+	 * stream, not per file, none. */
 	struct model kinds = m;
 	kinds.n = 64;
 	kinds.switch_s = 0;
@@ -851,6 +894,29 @@ static void test_adaptive(void)
 	CHECK(changes == 0 && aa_decisions >= 20);
 	CHECK(fabs(aa_z_sum[0] / aa_decisions) < 1 && fabs(aa_z_sum[1] / aa_decisions) < 1);
 	CHECK(strstr(sz_test_last_log, "A/A side by side over"));
+	/* One popular video: 25 of 200 viewers watch the file viewer 0 keeps
+	 * watching, and find most of it resident.  Drawn per file, as until
+	 * 2026-11-26, the group that had that file scored 20-30% off the
+	 * others, 5-10 standard errors, at the same size: the trial groups'
+	 * distance averaged -4.1 and -2.8 standard errors over 147 decisions.
+	 * Drawn per stream, the groups agree. */
+	struct model popular = m;
+	popular.n = 200;
+	popular.mem = 1e12;
+	popular.window_noise = 0.3;
+	popular.session = 240.0 * MiB;
+	popular.follow = 4.0 * MiB;
+	aa_decisions = 0;
+	aa_z_sum[0] = aa_z_sum[1] = 0;
+	sz_test_log_hook = aa_collect;
+	adaptive_run("interval=20s,start=4M,busy=0%,compare=aa", &popular, 4000, &changes);
+	sz_test_log_hook = NULL;
+	if (getenv("SIZING_VERBOSE"))
+		fprintf(stderr, "A/A, one popular video: %u decisions, mean z smaller's group %+.2f, "
+		        "larger's %+.2f\n", aa_decisions, aa_z_sum[0] / aa_decisions,
+		        aa_z_sum[1] / aa_decisions);
+	CHECK(changes == 0 && aa_decisions >= 20);
+	CHECK(fabs(aa_z_sum[0] / aa_decisions) < 1 && fabs(aa_z_sum[1] / aa_decisions) < 1);
 	/* A shallow gradient: with a switch of 2 ms, 3M scores a few percent
 	 * above 4M (the best), less than one interval's noise in a trial
 	 * group, and each window's disk time varies by +-30%.  Pooling the
@@ -884,22 +950,25 @@ static void test_adaptive(void)
 	CHECK(size >= 3.5 * MiB && size <= 4.5 * MiB);
 	/* Viewers who leave (sessions of 8-40 MiB, no memory limit), from
 	 * 16M: an eighth of 45 streams finishes few 16M windows in 20 s, and
-	 * the comparison waits until each group has 16 done with.  The score
-	 * falls by about 1% per step towards 5M here, within a group's noise.
-	 * Without that wait the larger group was scored on the few windows
-	 * done with in time, and the size climbed (mean 17.5 MiB over the
-	 * second half, 2 moves); with it, both neighbours and the looks two
-	 * steps away are scored and the size stays (no move with early(), 4
-	 * by noise with one margin for every decision). */
+	 * the comparison waits until each group has 16 done with (at most ten
+	 * intervals).  Without that wait 51 decisions in 3000 s left a
+	 * neighbour unscored ("-" in the log); with it none do, and both
+	 * neighbours and the looks two steps away are scored.  (The score
+	 * falls by about 1% per step towards 5M here, within a group's noise:
+	 * where the size goes is noise.) */
 	struct model leave = m;
 	leave.n = 45;
 	leave.mem = 1e12;
 	leave.session = 24.0 * MiB;
+	too_few = 0;
+	sz_test_log_hook = count_too_few;
 	size = adaptive_run("interval=20s,start=16M", &leave, 3000, &changes);
+	sz_test_log_hook = NULL;
 	if (getenv("SIZING_VERBOSE"))
-		fprintf(stderr, "viewers who leave, from 16M: %llu changes, %u sizes scored, "
-		        "mean %.2f MiB\n", (unsigned long long)changes, model_sizes_scored, size / MiB);
-	CHECK(model_sizes_scored >= 5 && size < 16.25 * MiB);
+		fprintf(stderr, "viewers who leave, from 16M: %llu changes, %u sizes scored, %u decisions "
+		        "with a group unscored, mean %.2f MiB\n", (unsigned long long)changes,
+		        model_sizes_scored, too_few, size / MiB);
+	CHECK(model_sizes_scored >= 5 && too_few == 0);
 	/* Slow streams (50 kB/s: a 1 MiB window lasts 21 s): side by side, an
 	 * interval outlasts twice the largest compared window, so windows read
 	 * in it are done with in it; it still finds mem/n = 1 MiB. */

@@ -73,7 +73,7 @@ enum { HEAVY_EVICTIONS = 4 };
  * and a look two steps away lasts this many (side_by_side). */
 enum { MAX_POOLED = 4, ESCAPE_LOOKS = 2 };
 
-/* The groups of files measured side by side under compare=side-by-side. */
+/* The groups of streams measured side by side under compare=side-by-side. */
 enum arm { ARM_SMALLER, ARM_CURRENT, ARM_LARGER, NARMS };
 static const char *const arm_name[NARMS] = { "smaller", "current", "larger" };
 
@@ -97,7 +97,7 @@ struct adaptive {
 	double deflate, busy_min, evict_max;
 	int side_by_side;             /* compare=side-by-side (or aa) */
 	int aa;                       /* compare=aa: every group at the current size */
-	double trial;                 /* share of files in each neighbour's group */
+	double trial;                 /* share of streams in each neighbour's group */
 	double held;                  /* and once the size holds (held=) */
 	double sigma;                 /* a neighbour must win by this many standard errors */
 	unsigned escape;              /* after this many sizes kept in a row, look two steps away */
@@ -490,7 +490,7 @@ static int adaptive_init(struct rd_policy *p, char *err, size_t errlen)
 	char s[32], st[32];
 	char cmp[128] = "compare intervals";
 	if (a->aa)
-		snprintf(cmp, sizeof cmp, "compare aa (groups of %.3g%% of files each way, all at the "
+		snprintf(cmp, sizeof cmp, "compare aa (groups of %.3g%% of streams each way, all at the "
 		         "current size: no move by score)", a->trial * 100);
 	else if (a->side_by_side)
 		snprintf(cmp, sizeof cmp, "compare side by side (trial %.3g%% each way, %.3g%% once "
@@ -770,7 +770,7 @@ static void hold(struct adaptive *a, const unsigned kk[NARMS], char *txt, size_t
 	double half = a->share / 2;
 	double share = half > a->held ? half : a->held;
 	if (share != a->share)
-		snprintf(txt, len, "; groups now %.3g%% of files each way", share * 100);
+		snprintf(txt, len, "; groups now %.3g%% of streams each way", share * 100);
 	a->share = share;
 }
 
@@ -900,7 +900,7 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 		return;
 	}
 	snprintf(why, sizeof why, "%s scored lowest side by side over %.0f s: %s%s smaller, %s here, "
-	         "%s larger (%.0f%% of files each way)", arm_name[best], secs, away, txt[0], txt[1],
+	         "%s larger (%.0f%% of streams each way)", arm_name[best], secs, away, txt[0], txt[1],
 	         txt[2], a->share * 100);
 	set_target(a, k_size(a, kk[best]), now, why);
 }

@@ -199,7 +199,7 @@ def test_adaptive_compares_neighbours_side_by_side(make_daemon, sd_mount, profil
                           rf"lower by its noise) side by side over \d+ s \(score {score}; smaller "
                           rf"({score}|-), larger ({score}|-)\)|-> \S+: (smaller|larger) scored "
                           rf"lowest side by side over \d+ s: ({score}|-) smaller, {score} here, "
-                          rf"({score}|-) larger \([\d.]+% of files each way\))")
+                          rf"({score}|-) larger \([\d.]+% of streams each way\))")
     try:
         deadline = time.monotonic() + 90
         while not decision.search(d.log_text()) and time.monotonic() < deadline:

@@ -29,8 +29,9 @@
  * progress.  On the servers here the load moved the score of one size by
  * +-30% from one 20 s interval to the next, more than the few percent that
  * separate neighbouring sizes (docs/prefetch-sizing.md); measured side by
- * side, both see the same load.  The files in the trial groups change every
- * interval, so no group keeps a disk zone or a popular video to itself.
+ * side, both see the same load.  The streams in the trial groups change
+ * every interval, so no group keeps a disk zone or a popular video to
+ * itself.
  * A neighbour wins only by more than sigma standard errors (more at the
  * first decisions pooled: early()), and after escape sizes kept in a row
  * the groups look two steps away for two intervals (side_by_side).
@@ -778,13 +779,13 @@ static void hold(struct adaptive *a, const unsigned kk[NARMS], char *txt, size_t
 
 /* compare=aa: every group read the current size, so their scores differ
  * only by noise and by whatever the machinery itself does to a group
- * (which files it gets, windows that outlast an interval, a file's
- * streams changing size between intervals).  Logged, never acted on: a
- * trial group's score over the current group's, in standard errors of
- * the difference.  On the HD library the trial groups scored 12-20%
- * above the current size at every size the search stopped at, with 120
- * streams or more as with 30; this is the check of whether that is the
- * sizes or the comparison. */
+ * (which streams it gets, windows that outlast an interval, streams
+ * changing size between intervals).  Logged, never acted on: a trial
+ * group's score over the current group's, in standard errors of the
+ * difference (scripts/aa_summary.py sums a run up).  Why: on the HD
+ * library both neighbours scored 12-31% above the current size wherever
+ * the size held, with 120 streams or more as with 30; at 4M the groups
+ * at one size scored alike (0.99x), so that was the sizes'. */
 static void aa_report(struct adaptive *a, char txt[NARMS][96], double secs, uint64_t now)
 {
 	char why[640], at[32], vs[NARMS][48] = { "", "", "" };
@@ -804,7 +805,7 @@ static void aa_report(struct adaptive *a, char txt[NARMS][96], double secs, uint
 }
 
 /* compare=side-by-side: the neighbours were measured in the same interval on
- * their own share of the files; move to the group that scored lowest, if
+ * their own share of the streams; move to the group that scored lowest, if
  * it beat the current size by more than sigma standard errors of the
  * difference.  Without that margin the lowest of three noisy scores wins:
  * a trial group (an eighth of the files, so a noisier score than the

@@ -793,6 +793,24 @@ static double adaptive_run(const char *args, const struct model *m, unsigned sec
 	return mean;
 }
 
+/* compare=aa on a model: no move, and on average over the decisions each
+ * trial group within a standard error of the current group. */
+static void check_aa(const char *what, const char *args, const struct model *m, unsigned seconds)
+{
+	uint64_t changes;
+	aa_decisions = 0;
+	aa_z_sum[0] = aa_z_sum[1] = 0;
+	sz_test_log_hook = aa_collect;
+	adaptive_run(args, m, seconds, &changes);
+	sz_test_log_hook = NULL;
+	if (getenv("SIZING_VERBOSE"))
+		fprintf(stderr, "A/A, %s: %u decisions, mean z smaller's group %+.2f, larger's %+.2f\n",
+		        what, aa_decisions, aa_z_sum[0] / aa_decisions, aa_z_sum[1] / aa_decisions);
+	CHECK(changes == 0 && aa_decisions >= 20);
+	CHECK(fabs(aa_z_sum[0] / aa_decisions) < 1 && fabs(aa_z_sum[1] / aa_decisions) < 1);
+	CHECK(strstr(sz_test_last_log, "A/A side by side over"));
+}
+
 static void test_adaptive(void)
 {
 	setenv("LIBCEPTION_PROFILES", "/nonexistent-sizing-test", 1);
@@ -884,16 +902,7 @@ static void test_adaptive(void)
 	 * as the current group's, within their noise, on average over the
 	 * decisions (the model has no cause of a difference but the
 	 * machinery); no move. */
-	sz_test_log_hook = aa_collect;
-	adaptive_run("interval=20s,start=1M,busy=0%,compare=aa", &kinds, 2000, &changes);
-	sz_test_log_hook = NULL;
-	if (getenv("SIZING_VERBOSE"))
-		fprintf(stderr, "A/A, two kinds of streams: %u decisions, mean z smaller's group %+.2f, "
-		        "larger's %+.2f\n", aa_decisions, aa_z_sum[0] / aa_decisions,
-		        aa_z_sum[1] / aa_decisions);
-	CHECK(changes == 0 && aa_decisions >= 20);
-	CHECK(fabs(aa_z_sum[0] / aa_decisions) < 1 && fabs(aa_z_sum[1] / aa_decisions) < 1);
-	CHECK(strstr(sz_test_last_log, "A/A side by side over"));
+	check_aa("two kinds of streams", "interval=20s,start=1M,busy=0%,compare=aa", &kinds, 2000);
 	/* One popular video: 25 of 200 viewers watch the file viewer 0 keeps
 	 * watching, and find most of it resident.  Drawn per file, as until
 	 * 2026-11-26, the group that had that file scored 20-30% off the
@@ -906,17 +915,7 @@ static void test_adaptive(void)
 	popular.window_noise = 0.3;
 	popular.session = 240.0 * MiB;
 	popular.follow = 4.0 * MiB;
-	aa_decisions = 0;
-	aa_z_sum[0] = aa_z_sum[1] = 0;
-	sz_test_log_hook = aa_collect;
-	adaptive_run("interval=20s,start=4M,busy=0%,compare=aa", &popular, 4000, &changes);
-	sz_test_log_hook = NULL;
-	if (getenv("SIZING_VERBOSE"))
-		fprintf(stderr, "A/A, one popular video: %u decisions, mean z smaller's group %+.2f, "
-		        "larger's %+.2f\n", aa_decisions, aa_z_sum[0] / aa_decisions,
-		        aa_z_sum[1] / aa_decisions);
-	CHECK(changes == 0 && aa_decisions >= 20);
-	CHECK(fabs(aa_z_sum[0] / aa_decisions) < 1 && fabs(aa_z_sum[1] / aa_decisions) < 1);
+	check_aa("one popular video", "interval=20s,start=4M,busy=0%,compare=aa", &popular, 4000);
 	/* A shallow gradient: with a switch of 2 ms, 3M scores a few percent
 	 * above 4M (the best), less than one interval's noise in a trial
 	 * group, and each window's disk time varies by +-30%.  Pooling the

@@ -188,12 +188,14 @@ static void compared_steps(const struct adaptive *a, unsigned kk[NARMS])
  * - Per stream, not per file (until 2026-11-26): the score's error counts
  *   streams, so the streams must be what is drawn.  Drawn per file, a
  *   file's streams went together, and one popular file with many viewers
- *   finding each other's data resident moved its group's score far beyond
- *   that error: in the model of tests/test_sizing.c with a few viewers
- *   following one leader, every group at the same size (compare=aa), the
- *   trial groups scored 20-30% off the current group, 5-10 standard
- *   errors, in most decisions (drawn per stream: +0.1 and -0.2 standard
- *   errors on average).  Popularity on the HD library is milder (Zipf
+ *   finding each other's data resident moved its group's score beyond
+ *   that error: in the model of tests/test_sizing.c with 25 of 200
+ *   viewers on one video, every group at the same size (compare=aa), the
+ *   trial groups' distance from the current group averaged -4.1 and -2.8
+ *   standard errors (20-30% in most decisions) with the followers
+ *   starting 150-250 MiB back, before credit(), and -1.2 and -0.4 as
+ *   the test has it now; drawn per stream, -0.3 or less either way.
+ *   Popularity on the HD library is milder (Zipf
  *   0.8 over 1,000 videos: the first draws 6.5% of the sessions), and
  *   an A/A there at 4M, drawn per file, found no gap (0.99x both ways
  *   over three pooled decisions); per stream is the right draw all the
@@ -432,6 +434,7 @@ static void close_window(struct adaptive *a, struct sz_stream *s)
 		s->pol_cl_consumed += (double)s->pol_consumed / SZ_MIB;
 	}
 	s->pol_group = 0;
+	s->pol_lo = s->pol_hi = 0;
 	s->pol_read = s->pol_disk_ns = s->pol_consumed = 0;
 }
 
@@ -1173,6 +1176,27 @@ static uint64_t adaptive_size(struct rd_policy *p, const struct rd_request_info 
 	return sz_base_scaled(&a->b, s, size);
 }
 
+/* Credit the stream's window with what it consumed of [lo, hi): only what
+ * lies in the window's own range.  Past its window a stream often finds
+ * what other streams read (on the HD library at fixed 4M, 85% of the
+ * daemon's answers were hits), and until 2026-11-26 all of that went to
+ * the stream's last window as if the window had delivered it: in the HD
+ * logs at 2614bcd the groups read 0.71-0.98 bytes per byte "used",
+ * swinging by a quarter between groups and decisions, while their disk
+ * time per MiB read fell steadily with the size (1.5M 15-17 ms, 2M
+ * 14-15, 2.5M 13-15): the free bytes drowned the difference the sizes
+ * make.  What others read for a stream does not depend on its window's
+ * size. */
+static void credit(struct sz_stream *s, uint64_t lo, uint64_t hi)
+{
+	if (lo < s->pol_lo)
+		lo = s->pol_lo;
+	if (hi > s->pol_hi)
+		hi = s->pol_hi;
+	if (hi > lo)
+		s->pol_consumed += hi - lo;
+}
+
 static void adaptive_observe(struct rd_policy *p, const struct rd_completion *c)
 {
 	struct adaptive *a = p->priv;
@@ -1180,27 +1204,31 @@ static void adaptive_observe(struct rd_policy *p, const struct rd_completion *c)
 	struct sz_stream *s = sz_base_observe(&a->b, c);
 	if (!s)
 		return;
-	/* Per size, for compare=side-by-side: a window counts once the stream
+	/* Per group, for compare=side-by-side: a window counts once the stream
 	 * asks past it, with what reading it cost and what was consumed of it.
 	 * (Counting reads when they happen and consumption when it happens put
 	 * a window's cost and its use in different intervals, under different
 	 * sizes: in the model of tests/test_sizing.c the size then swung
-	 * between the old and the new size after every move.) */
+	 * between the old and the new size after every move.)  The stream got
+	 * from `from` to its frontier: up to the request's offset in the
+	 * window it had, from there on in the one this request opened, if
+	 * any; each window takes only what lies in its own range (credit()). */
 	uint64_t gained = a->b.acct.interval.demanded - before.demanded;
-	uint64_t upto = c->req.offset < s->frontier ? c->req.offset : s->frontier;
 	uint64_t from = s->frontier - gained;
-	uint64_t old_part = upto > from ? upto - from : 0;
-	if (old_part > gained)
-		old_part = gained;
-	s->pol_consumed += old_part;
+	uint64_t upto = c->req.offset < s->frontier ? c->req.offset : s->frontier;
+	if (upto < from)
+		upto = from;
+	credit(s, from, upto);
 	if (!c->was_resident && c->window_length) {
 		close_window(a, s);
 		s->pol_group = arm_of(a, c->req.dev, c->req.ino, s->first_off) + 1;
 		s->pol_open_ns = c->req.arrival_ns;
+		s->pol_lo = c->window_offset;
+		s->pol_hi = c->window_offset + c->window_length;
 		s->pol_read = a->b.acct.interval.read - before.read;
 		s->pol_disk_ns = a->b.acct.interval.disk_ns - before.disk_ns;
 	}
-	s->pol_consumed += gained - old_part;
+	credit(s, upto, s->frontier);
 }
 
 static void adaptive_describe(struct rd_policy *p, struct rd_json *j)

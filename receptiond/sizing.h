@@ -98,6 +98,7 @@ struct sz_stream {
 	unsigned pol_group;
 	uint64_t pol_read, pol_disk_ns, pol_consumed;
 	uint64_t pol_open_ns;           /* when that window was asked for */
+	uint64_t pol_lo, pol_hi;        /* and what it made resident */
 	/* and of the windows of one group it was done with this interval, in
 	 * ms and MiB (the score's error counts streams, not windows) */
 	unsigned pol_cl_group;

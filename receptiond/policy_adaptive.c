@@ -227,9 +227,9 @@ static enum arm arm_of(const struct adaptive *a, dev_t dev, ino_t ino, uint64_t 
 
 static uint64_t arm_size(const struct adaptive *a, enum arm arm)
 {
-	unsigned k = size_k(a, (double)a->cur), n = 0;
 	if (a->aa)
 		return a->cur;
+	unsigned k = size_k(a, (double)a->cur), n = 0;
 	if (arm == ARM_SMALLER)
 		n = smaller_k(a, k, a->reach);
 	else if (arm == ARM_LARGER)
@@ -638,11 +638,18 @@ static double size_score(const struct adaptive *a, const struct sums *w, double 
 	return d / c * pow(r / c, b);
 }
 
+/* The standard error of the difference of two scores' logarithms, from
+ * their relative standard errors. */
+static double diff_se(double se, double cur_se)
+{
+	return sqrt(se * se + cur_se * cur_se);
+}
+
 /* Does a score beat the current one by more than sigma standard errors
  * of the difference of their logarithms? */
 static int beats(double score, double se, double cur, double cur_se, double sigma)
 {
-	return score < cur && log(cur / score) > sigma * sqrt(se * se + cur_se * cur_se);
+	return score < cur && log(cur / score) > sigma * diff_se(se, cur_se);
 }
 
 /* The margin, in standard errors, for one of n groups to win: a false
@@ -795,7 +802,7 @@ static void aa_report(struct adaptive *a, char txt[NARMS][96], double secs, uint
 	double cur = a->arm_score[ARM_CURRENT], *se = a->arm_se;
 	for (int i = 0; i < NARMS; i++)
 		if (i != ARM_CURRENT && cur > 0 && a->arm_score[i] > 0) {
-			double d = sqrt(se[i] * se[i] + se[ARM_CURRENT] * se[ARM_CURRENT]);
+			double d = diff_se(se[i], se[ARM_CURRENT]);
 			double l = log(a->arm_score[i] / cur);
 			snprintf(vs[i], sizeof vs[i], ", %.3gx current (%+.1f standard errors)",
 			         a->arm_score[i] / cur, d > 0 ? l / d : 0);

@@ -152,6 +152,28 @@ def test_adaptive_starts_straddle_the_best_fixed_size():
     assert sizing.adaptive_args({"adaptive": "interval=20s"}, ["512K", "2M"]) == "interval=20s"
 
 
+def test_rounds_compare_each_start_with_the_fixed_size_of_its_own_round():
+    """issue 6, item 2: with rounds, a start's ratio is to the fixed
+    answer of the same round (the machine drifts by a tenth over an hour),
+    and a round missing either answer is left out, not counted as 0."""
+    from libception.bench import sizing
+    a = {("fixed", 1): 30, ("fixed", 2): 27, ("fixed", 3): 33,
+         ("adaptive from 1M", 1): 27, ("adaptive from 1M", 2): 27,
+         ("adaptive from 1M", 3): None, ("adaptive from 256K", 2): 30}
+    assert sizing.round_ratios(a, "adaptive from 1M", 3) == [0.9, 1.0]
+    assert sizing.round_ratios(a, "adaptive from 256K", 3) == [30 / 27]
+    assert sizing.round_ratios(a, "adaptive from 2M", 3) == []
+    lines = []
+    sizing.print_rounds(a, ["adaptive from 1M", "adaptive from 2M"], 3, lines.append)
+    assert lines == ["libception bench: rounds: fixed, against its round 1: 1.00 0.90 1.10",
+                     "libception bench: rounds: adaptive from 1M / fixed of the same round: "
+                     "0.90 1.00; mean 0.950 +- 0.050"]
+    assert sizing.steps({"adaptive_starts": ["1M"], "fixed_again": False, "rounds": 3,
+                         "sizes": ["512K"], "scales": []}) \
+        == sizing.steps({"adaptive_starts": ["1M"], "fixed_again": False, "rounds": 1,
+                         "sizes": ["512K"], "scales": []}) + 2 * 2 * sizing.PROBES
+
+
 def test_a_trace_settles_when_its_size_stays_near_the_final_one():
     """issue 6, item 3: the convergence time of a size-over-time trace."""
     from libception.bench import sizing

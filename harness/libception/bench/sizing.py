@@ -14,6 +14,10 @@ Parts (names for --only):
                 neighbours of the best size, or its ends without a sweep)
   fixed-SIZE-again  the best fixed size once more after the adaptive
                 starts (settings "fixed_again"): the run's A/A spread
+  fixed-SIZE-rN, adaptive-SIZE-rN
+                round N of the best fixed size and the adaptive starts
+                (settings "rounds"): each start's ratio to the fixed size
+                of its own round, averaged over the rounds
   mixed-none, mixed-sqrt, mixed-linear
                 the mixed SD/HD library with the best fixed size for the
                 reference (95th percentile) bitrate and no / sqrt / linear scaling; settings
@@ -30,6 +34,7 @@ The adaptive interval is shortened from the paper's 180 s (settings
 "adaptive"): a probe here lasts a minute, not an hour.
 """
 import os
+import statistics
 import threading
 import time
 
@@ -64,6 +69,11 @@ def settings(quick):
             # the run's own A/A spread (machine drift over the half hour
             # between the two), against which to read the adaptive ratios
             "fixed_again": False,
+            # measure the best fixed size and the adaptive starts this many
+            # times, alternating: a start's ratio to the fixed size of its
+            # own round, averaged over rounds, resolves what one run's
+            # noise (a tenth at times) cannot
+            "rounds": 1,
             "profile_budget": 15 if quick else 60,
             "search": {**common.search_settings(quick, start=2 if quick else 4,
                                                 duration=20 if quick else 40),
@@ -86,7 +96,7 @@ def settings(quick):
 
 def steps(s):
     starts = 2 if s["adaptive_starts"] == "around" else len(s["adaptive_starts"])
-    again = 1 if s["fixed_again"] else 0
+    again = (1 if s["fixed_again"] else 0) + (s["rounds"] - 1) * (1 + starts)
     return PROBES * (len(s["sizes"]) + 2 + starts + again + len(s["scales"])) + starts + 1
 
 
@@ -357,15 +367,35 @@ def run(rig, s):
             acct_rows.append(("competitive serial", accounting_at_answer(o)))
     starts = adaptive_starts(s, best_size)
     args = adaptive_args(s, starts)
-    for start in starts:
-        o = measure(f"adaptive-{start}", f"adaptive:start={start},{args}",
-                    {"config": "adaptive", "start": start, "args": args})
-        if o is not None:
+    # Round 1 is the sweep's best size and the starts; each further round
+    # measures the best size and the starts once more, in the same order,
+    # so that every start has a fixed answer from the same half hour.
+    answers = {}   # (configuration, round) -> sessions/s
+    for r in range(1, s["rounds"] + 1):
+        tail, point = ("", {}) if r == 1 else (f"-r{r}", {"round": r})
+        if r == 1:
+            answers[("fixed", r)] = best_rate
+        elif not best_size:
+            rig.progress.drop(PROBES)
+        else:
+            o = measure(f"fixed-{best_size}{tail}", f"bitrate:scale=none,size={best_size}",
+                        {"config": "fixed", "size": best_size, **point})
+            if o is not None:
+                rows.append(common.row(f"fixed {best_size}, round {r}", o, best_rate))
+                acct_rows.append((f"fixed {best_size}, round {r}", accounting_at_answer(o)))
+                answers[("fixed", r)] = o.get("answer")
+        for start in starts:
+            o = measure(f"adaptive-{start}{tail}", f"adaptive:start={start},{args}",
+                        {"config": "adaptive", "start": start, "args": args, **point})
+            if o is None:
+                continue
             final = (o.get("probes") or [{}])[-1].get("daemon_stats") or {}
             size = ((final.get("devices") or [{}])[0].get("policy") or {}).get("size")
-            label = f"adaptive from {start}" + (f" (end {size / MIB:.1f}M)" if size else "")
+            label = (f"adaptive from {start}" + (f", round {r}" if r > 1 else "")
+                     + (f" (end {size / MIB:.1f}M)" if size else ""))
             rows.append(common.row(label, o, best_rate))
-            acct_rows.append((f"adaptive from {start}", accounting_at_answer(o)))
+            acct_rows.append((label.split(" (")[0], accounting_at_answer(o)))
+            answers[(f"adaptive from {start}", r)] = o.get("answer")
     if s["fixed_again"] and not best_size:
         rig.progress.drop(PROBES)
     elif s["fixed_again"]:
@@ -374,6 +404,8 @@ def run(rig, s):
         if o is not None:
             rows.append(common.row(f"fixed {best_size}, again", o, best_rate))
             acct_rows.append((f"fixed {best_size}, again", accounting_at_answer(o)))
+    if s["rounds"] > 1:
+        print_rounds(answers, [f"adaptive from {x}" for x in starts], s["rounds"], rig.log_plain)
     if rows:
         common.print_table(rows, rig.log_plain)
         print_accounting(acct_rows, rig.log_plain)
@@ -446,6 +478,32 @@ def run(rig, s):
                           f"within 512K of it from {settled if settled is not None else '-'} s on; "
                           f"failed {r['failed_pct']:.2f}%, {r['mb_per_s']:.1f} MB/s to clients")
     return 0
+
+
+def round_ratios(answers, config, rounds):
+    """The config's answer over the fixed size's of the same round, for
+    each round in which both were measured."""
+    return [answers[(config, r)] / answers[("fixed", r)] for r in range(1, rounds + 1)
+            if answers.get((config, r)) and answers.get(("fixed", r))]
+
+
+def print_rounds(answers, configs, rounds, out):
+    """Each adaptive start's ratio to the fixed size, round by round, and
+    their mean with its standard error; the fixed size's own rounds
+    against its first, for the spread."""
+    fixed = [answers.get(("fixed", r)) for r in range(1, rounds + 1)]
+    if fixed[0] and all(fixed):
+        out("libception bench: rounds: fixed, against its round 1: "
+            + " ".join(f"{x / fixed[0]:.2f}" for x in fixed))
+    for config in configs:
+        ratios = round_ratios(answers, config, rounds)
+        if not ratios:
+            continue
+        mean = sum(ratios) / len(ratios)
+        se = (statistics.stdev(ratios) / len(ratios) ** 0.5) if len(ratios) > 1 else None
+        out(f"libception bench: rounds: {config} / fixed of the same round: "
+            + " ".join(f"{x:.2f}" for x in ratios)
+            + f"; mean {mean:.3f}" + ("" if se is None else f" +- {se:.3f}"))
 
 
 def print_accounting(acct_rows, out):

@@ -166,6 +166,8 @@ void sched_wait(struct sched *s, struct sched_req *rq)
 		s->hits += c->hit == 1;
 		s->continued += c->hit == 2;
 		s->meta_reads += meta != 0;
+		s->reads_4k += len <= 4096;
+		s->reads_under_128k += len < (128u << 10);
 		s->busy += (uint64_t)c->total;
 		s->service += (uint64_t)(rq->done_at - rq->start + wait);
 		s->wait += (uint64_t)wait;
@@ -251,6 +253,8 @@ size_t sched_stats(struct sched *s, char *buf, size_t len)
 		"cache_hits %" PRIu64 "\n"
 		"continued %" PRIu64 "\n"
 		"meta_reads %" PRIu64 "\n"
+		"reads_4k %" PRIu64 "\n"
+		"reads_under_128k %" PRIu64 "\n"
 		"queued %zu\n"
 		"busy_s %.6f\n"
 		"utilisation %.4f\n"
@@ -265,7 +269,8 @@ size_t sched_stats(struct sched *s, char *buf, size_t len)
 		"lateness_p99_us %.1f\n"
 		"lateness_max_us %.1f\n"
 		"service_p99_ms %.3f\n",
-		s->m.d.name, up, s->reads, s->bytes, s->hits, s->continued, s->meta_reads, s->nq,
+		s->m.d.name, up, s->reads, s->bytes, s->hits, s->continued, s->meta_reads,
+		s->reads_4k, s->reads_under_128k, s->nq,
 		(double)s->busy / 1e9,
 		up > 0 ? (double)s->busy / 1e9 / up : 0,
 		s->reads ? (double)s->service / 1e6 / (double)s->reads : 0,

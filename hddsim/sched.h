@@ -48,6 +48,7 @@ struct sched {
 	int             realtime; /* wake callers at SCHED_FIFO priority */
 	/* counters */
 	uint64_t reads, bytes, hits, continued, meta_reads;
+	uint64_t reads_4k, reads_under_128k; /* short commands: page faults, split read-ahead */
 	uint64_t busy, service, wait, seek_total;
 	struct hist lateness, service_hist;
 	struct sched_snap prev, cur; /* last two one-second snapshots */

@@ -145,7 +145,8 @@ class Rig:
             disks = [m.stats() for m in h.mounts]
             snap["disks"] = disks
             snap["disk"] = {k: sum(d.get(k, 0) for d in disks)
-                            for k in ("bytes", "busy_s", "reads")}
+                            for k in ("bytes", "busy_s", "reads", "reads_4k",
+                                      "reads_under_128k", "continued", "cache_hits")}
         if h.daemon is not None:
             # A busy daemon may miss one request's timeout; a lost snapshot
             # loses the probe's per-call figures, so ask again before giving up.

@@ -174,6 +174,10 @@ def probe(rig, h, cfg, settings, rate, seed):
         rec["disk_utilisation"] = busy / elapsed if busy is not None else None
         rec["disk_reads"] = reads
         rec["disk_avg_read_kib"] = db / reads / 1024 if reads else None
+        # how the commands came: short ones (a page fault's one page, a
+        # read-ahead split) cost a seek each for little
+        for key in ("reads_4k", "reads_under_128k", "continued", "cache_hits"):
+            rec[f"disk_{key}"] = _diff(before["disk"], after["disk"], key)
     for snap in (before, after):
         if "daemon_error" in snap:
             rec["daemon_error"] = snap["daemon_error"]

@@ -176,6 +176,9 @@ struct sz_counters {
 	                              (missed inside the window): the evictions that cost */
 	uint64_t evictions_needed; /* windows with such bytes */
 	uint64_t evict_needed_age_ns; /* sum over those of prefetch-to-eviction time */
+	uint64_t evictions_needed_rated; /* of those, windows of a stream of known bitrate */
+	uint64_t evict_needed_fit; /* sum over these of prefetch-to-eviction time x the
+	                              stream's bitrate: what it could consume in time */
 	uint64_t evicted_needed_older; /* of evicted_needed, bytes of windows prefetched
 	                                  before the policy's last cut (cut_ns) */
 	uint64_t reread;           /* bytes read again inside an earlier window */
@@ -224,6 +227,8 @@ struct sz_figures {
 	double needed_fraction;    /* evicted_needed / prefetched */
 	double needed_read_share;  /* evicted_needed / read: the reads they cost again */
 	double needed_age_s;       /* their mean prefetch-to-eviction time */
+	double needed_fit;         /* the mean window their streams could consume before
+	                              the eviction (bytes; 0 if no bitrate was known) */
 	double older_read_share;   /* of needed_read_share, the windows prefetched
 	                              before the last cut */
 };

@@ -102,9 +102,13 @@ static void came_back(struct sz_account *a, struct sz_stream *s)
 	if (s->win_evicted <= s->win_needed)
 		return;
 	if (!s->win_needed) {
+		uint64_t age = s->win_evicted_ns > s->win_ns ? s->win_evicted_ns - s->win_ns : 0;
 		ADD(a, evictions_needed, 1);
-		ADD(a, evict_needed_age_ns, s->win_evicted_ns > s->win_ns ?
-		                            s->win_evicted_ns - s->win_ns : 0);
+		ADD(a, evict_needed_age_ns, age);
+		if (s->bitrate > 0) {
+			ADD(a, evictions_needed_rated, 1);
+			ADD(a, evict_needed_fit, (uint64_t)((double)age / 1e9 * s->bitrate));
+		}
 	}
 	ADD(a, evicted_needed, s->win_evicted - s->win_needed);
 	if (s->win_ns < a->cut_ns)
@@ -271,6 +275,8 @@ void sz_figures(const struct sz_counters *c, uint64_t len_ns, unsigned concurren
 	f->older_read_share = c->read ? (double)c->evicted_needed_older / (double)c->read : 0;
 	f->needed_age_s = c->evictions_needed ?
 	                  (double)c->evict_needed_age_ns / 1e9 / (double)c->evictions_needed : 0;
+	f->needed_fit = c->evictions_needed_rated ?
+	                (double)c->evict_needed_fit / (double)c->evictions_needed_rated : 0;
 }
 
 static void counters_json(struct rd_json *j, const char *key, const struct sz_counters *c,
@@ -293,6 +299,7 @@ static void counters_json(struct rd_json *j, const char *key, const struct sz_co
 	rd_json_u64(j, "evicted_windows", c->evictions);
 	rd_json_u64(j, "evicted_needed_bytes", c->evicted_needed);
 	rd_json_dbl(j, "evict_needed_age_s", f.needed_age_s);
+	rd_json_dbl(j, "evict_needed_fit_bytes", f.needed_fit);
 	rd_json_u64(j, "evicted_needed_older_bytes", c->evicted_needed_older);
 	rd_json_u64(j, "reread_bytes", c->reread);
 	rd_json_u64(j, "dropped_bytes", c->dropped);

@@ -226,9 +226,12 @@ static void test_evictions_needed(void)
 	 * daemon reads a 1 MiB window there, the 256K again and 768K new. */
 	struct rd_completion back = completion(1, 768 * 1024, 65536, MiB, MiB, 5000000,
 	                                       now + 4 * SEC);
+	s[0]->bitrate = 100000;   /* 100 kB/s, as pacing would have found */
 	CHECK(sz_account_observe(&a, &t, &back, MiB) == s[0]);
 	CHECK(a.total.evicted_needed == 256 * 1024 && a.total.evictions_needed == 1);
 	CHECK(a.total.evict_needed_age_ns == 2 * SEC);
+	/* what it could have consumed in the 2 s its bytes stayed */
+	CHECK(a.total.evictions_needed_rated == 1 && a.total.evict_needed_fit == 200000);
 	/* Stream 2 never comes back: it ends with its eviction not needed. */
 	sz_streams_expire(&t, now + 600 * SEC);
 	CHECK(t.live == 0);
@@ -236,6 +239,7 @@ static void test_evictions_needed(void)
 	struct sz_figures f;
 	sz_figures(&a.total, 10 * SEC, 1, &f);
 	CHECK(f.needed_age_s > 1.99 && f.needed_age_s < 2.01);
+	CHECK(f.needed_fit == 200000);
 	CHECK(f.needed_fraction < f.evict_fraction);
 	/* What the rule weighs: the needed bytes as a share of all read
 	 * (3 MiB: two windows and the one read again). */
@@ -1154,8 +1158,44 @@ static void adaptive_evictions(const char *args, int light, int mild)
 	p.ops->destroy(&p);
 }
 
+/* The eviction rule sizes by the streams whose windows were evicted.  Ten
+ * slow streams (50 kB/s) miss inside their 1M windows 5 s after reading
+ * them; ten fast ones (500 kB/s) ask for 1M at a time, as much as is read,
+ * and lose nothing.  Eviction time x the mean bitrate (5 s x 275 kB/s)
+ * is above 1M and would cut nothing; the slow streams' own fit is 250K,
+ * and the size halves to 512K.  Reads of 40 ms one after the other: the
+ * disk 28% busy. */
+static void adaptive_evictions_of_slow_streams(void)
+{
+	struct rd_device_info d = dev_info("interval=30s,ramp=4s,start=1M,step=128K,busy=20%,"
+	                                   "compare=intervals");
+	struct rd_policy p = { .ops = &rd_policy_adaptive, .dev = &d, .concurrency = 1 };
+	char err[256];
+	CHECK(p.ops->init(&p, err, sizeof err) == 0);
+	uint64_t t0 = rd_now_ns(), now = t0;
+	for (unsigned s = 0; s <= 29; s++) {
+		now = t0 + s * SEC;
+		for (unsigned i = 0; i < 10 && s % 5 == 0; i++) {
+			struct rd_completion c = completion(600 + i, s / 5 * 250000, 65536, MiB, MiB,
+			                                    40000000, now + (i + 1) * 45000000ull);
+			p.ops->observe(&p, &c);
+		}
+		for (unsigned i = 0; i < 10 && s % 2 == 0; i++) {
+			struct rd_completion c = completion(700 + i, s / 2 * MiB, MiB, MiB, MiB,
+			                                    40000000, now + 500000000 + i * 45000000ull);
+			p.ops->observe(&p, &c);
+		}
+		p.ops->tick(&p, now);
+	}
+	p.ops->tick(&p, t0 + 30 * SEC + 1);
+	CHECK(strstr(sz_test_last_log, "-> 512K") &&
+	      strstr(sz_test_last_log, "(their streams' bitrates): size 256K, at most half"));
+	p.ops->destroy(&p);
+}
+
 static void test_adaptive_evictions(void)
 {
+	adaptive_evictions_of_slow_streams();
 	adaptive_evictions("interval=30s,ramp=4s,start=8M,busy=20%,compare=intervals", 0, 0);
 	adaptive_evictions("interval=30s,ramp=4s,start=8M,busy=95%,compare=intervals", 1, 0);
 	adaptive_evictions("interval=30s,ramp=4s,start=8M,busy=20%", 0, 0);

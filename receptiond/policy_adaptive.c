@@ -924,11 +924,14 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
  * x bitrate.  Returns whether it did.
  * - Each evicted window with its own stream's bitrate: the mean over
  *   them of the bytes the stream could consume before the eviction, not
- *   eviction time x the mean bitrate of all streams.  Measured on the
- *   mixed library from 1M: SD windows (48 kB/s) were evicted after
- *   5.5 s, while the mean over all streams (172 kB/s) was the HD
- *   streams', whose 2.5M asks leave nothing to prefetch at 1M; the rule
- *   cut 1M to 896K and 768K, where fixed 512K (the SD ask) serves most.
+ *   eviction time x the mean bitrate of all streams.  Where slow streams
+ *   lose their windows among fast ones that lose nothing, the mean
+ *   stream's bitrate sizes for streams that did not need the cut (test
+ *   model: 250K fits, the mean's 1.4M cuts nothing).  On the mixed
+ *   library from 1M the two agree: the evicted windows' streams ran at
+ *   158-172 kB/s, the mean stream at 172 kB/s (HD streams lose windows
+ *   too: nginx sends a 2.5M segment in several smaller calls, so each
+ *   call's window reaches past the ask).
  * - The threshold is a share of the bytes read, not of the bytes
  *   prefetched: what such an eviction costs is reading the bytes again,
  *   and that matters as a share of the disk's work.  Where requests ask

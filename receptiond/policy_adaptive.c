@@ -928,10 +928,11 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
  *   lose their windows among fast ones that lose nothing, the mean
  *   stream's bitrate sizes for streams that did not need the cut (test
  *   model: 250K fits, the mean's 1.4M cuts nothing).  On the mixed
- *   library from 1M the two agree: the evicted windows' streams ran at
- *   158-172 kB/s, the mean stream at 172 kB/s (HD streams lose windows
- *   too: nginx sends a 2.5M segment in several smaller calls, so each
- *   call's window reaches past the ask).
+ *   library from 1M they differ less: the evicted windows' streams ran
+ *   at 133-172 kB/s, the mean stream at 167-183 kB/s in the runs before
+ *   (HD streams lose windows too: nginx sends a 2.5M segment in several
+ *   calls, so each call's window reaches past its ask); the cuts went
+ *   to 640K twice in three starts, where they had stopped at 768K.
  * - The threshold is a share of the bytes read, not of the bytes
  *   prefetched: what such an eviction costs is reading the bytes again,
  *   and that matters as a share of the disk's work.  Where requests ask

@@ -391,10 +391,10 @@ def run(rig, s):
                 continue
             final = (o.get("probes") or [{}])[-1].get("daemon_stats") or {}
             size = ((final.get("devices") or [{}])[0].get("policy") or {}).get("size")
-            label = (f"adaptive from {start}" + (f", round {r}" if r > 1 else "")
-                     + (f" (end {size / MIB:.1f}M)" if size else ""))
-            rows.append(common.row(label, o, best_rate))
-            acct_rows.append((label.split(" (")[0], accounting_at_answer(o)))
+            name = f"adaptive from {start}" + (f", round {r}" if r > 1 else "")
+            rows.append(common.row(name + (f" (end {size / MIB:.1f}M)" if size else ""), o,
+                                   best_rate))
+            acct_rows.append((name, accounting_at_answer(o)))
             answers[(f"adaptive from {start}", r)] = o.get("answer")
     if s["fixed_again"] and not best_size:
         rig.progress.drop(PROBES)

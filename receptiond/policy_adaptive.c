@@ -975,12 +975,13 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
  *   smaller one is kept, unless evictions are heavy. */
 static int eviction_cut(struct adaptive *a, const struct sz_figures *f, int light, uint64_t now)
 {
-	double bitrate = sz_streams_mean_bitrate(&a->b.streams);
 	double share = f->needed_read_share - f->older_read_share;
 	double threshold = light ? HEAVY_EVICTIONS * a->evict_max : a->evict_max;
 	/* What the evicted streams could consume before the eviction, each
-	 * at its own bitrate; without any bitrate known, the mean stream's. */
-	double fits = f->needed_fit > 0 ? f->needed_fit : f->needed_age_s * bitrate;
+	 * at its own bitrate; without any bitrate known, the mean stream's
+	 * (a scan of the stream table, so only then). */
+	double fits = f->needed_fit > 0 ? f->needed_fit :
+	              f->needed_age_s * sz_streams_mean_bitrate(&a->b.streams);
 	if (share <= threshold || f->needed_age_s <= 0 || fits <= 0) {
 		if (light && share > a->evict_max)
 			rd_log("%s: evictions: %.1f%% of the bytes read were prefetched and evicted "

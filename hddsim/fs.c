@@ -43,11 +43,11 @@ static int is_file(const struct node *n) { return n->type == NODE_VIDEO || n->ty
 /* A file system reads a file's metadata (inode, block map) the first time
  * it is looked up; each file has its own block in a table at the start of
  * its group (layout_assign_metadata).  Later lookups find it cached. */
-static void charge_metadata(struct hddsim *h, struct node *n)
+static void charge_metadata(struct hddsim *h, struct node *n, int pid)
 {
 	if (!h->meta_group || !is_file(n) || __atomic_exchange_n(&n->meta_done, 1, __ATOMIC_RELAXED))
 		return;
-	sched_read(&h->sched, n->meta_pos, 4096, 1);
+	sched_read(&h->sched, n->meta_pos, 4096, 1, pid);
 }
 
 static void op_init(void *data, struct fuse_conn_info *conn)
@@ -77,7 +77,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	charge_metadata(h, &h->layout.nodes[idx]);
+	charge_metadata(h, &h->layout.nodes[idx], (int)fuse_req_ctx(req)->pid);
 	struct fuse_entry_param e = { .ino = (fuse_ino_t)idx + 1, .generation = 1,
 				      .attr_timeout = FOREVER, .entry_timeout = FOREVER };
 	fill_attr(h, e.ino, &e.attr);
@@ -193,7 +193,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	int err = 0, cancel;
 	struct sched_req rq;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	sched_submit(&h->sched, &rq, n->pos + (uint64_t)off, len, 0);
+	sched_submit(&h->sched, &rq, n->pos + (uint64_t)off, len, 0, (int)fuse_req_ctx(req)->pid);
 	if (n->type == NODE_VIDEO) {
 		content_fill(n->seed, n->src_off + (uint64_t)off, buf, len);
 	} else {

@@ -99,14 +99,15 @@ static void snapshot(struct sched *s, int64_t now)
 	s->cur = (struct sched_snap){ now, s->reads, s->bytes, s->busy, s->service };
 }
 
-void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta)
+void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta, int pid)
 {
 	struct sched_req req;
-	sched_submit(s, &req, pos, len, meta);
+	sched_submit(s, &req, pos, len, meta, pid);
 	sched_wait(s, &req);
 }
 
-void sched_submit(struct sched *s, struct sched_req *rq, uint64_t pos, uint64_t len, int meta)
+void sched_submit(struct sched *s, struct sched_req *rq, uint64_t pos, uint64_t len, int meta,
+		  int pid)
 {
 	static __thread int slack_set;
 	if (!slack_set) {
@@ -118,6 +119,7 @@ void sched_submit(struct sched *s, struct sched_req *rq, uint64_t pos, uint64_t 
 	rq->r.pos = pos;
 	rq->r.len = len;
 	rq->meta = meta;
+	rq->pid = pid;
 	pthread_cond_init(&rq->cv, NULL);
 	pthread_mutex_lock(&s->lock);
 	rq->r.arrival = sched_now();
@@ -176,12 +178,12 @@ void sched_wait(struct sched *s, struct sched_req *rq)
 		hist_add(&s->service_hist, (uint64_t)(rq->done_at - rq->start + wait));
 		snapshot(s, now);
 		if (s->trace)
-			fprintf(s->trace, "%.6f %" PRIu64 " %" PRIu64 " %" PRIu64 " %.3f %.3f %.3f %.3f %s\n",
+			fprintf(s->trace, "%.6f %" PRIu64 " %" PRIu64 " %" PRIu64 " %.3f %.3f %.3f %.3f %s %d\n",
 				(double)(rq->start - s->t0) / 1e9, pos, len, c->seek_dist,
 				(double)wait / 1e3,
 				(double)(c->overhead + c->seek + c->rot) / 1e3, (double)c->xfer / 1e3,
 				(double)late / 1e3,
-				meta ? "meta" : c->hit == 1 ? "hit" : c->hit == 2 ? "cont" : "miss");
+				meta ? "meta" : c->hit == 1 ? "hit" : c->hit == 2 ? "cont" : "miss", rq->pid);
 	} else {
 		/* Shutting down: leave the queue consistent. */
 		for (size_t i = 0; i < s->nq; i++)
@@ -210,7 +212,7 @@ int sched_start(struct sched *s, const struct drive *d, FILE *trace, int realtim
 	s->t0 = s->model_t = sched_now();
 	s->cur.t = s->prev.t = s->t0;
 	if (trace)
-		fprintf(trace, "# time_s pos len seek_dist wait_us position_us transfer_us lateness_us kind\n");
+		fprintf(trace, "# time_s pos len seek_dist wait_us position_us transfer_us lateness_us kind pid\n");
 	if (pthread_create(&s->thread, NULL, actuator, s)) {
 		snprintf(err, errlen, "cannot start the actuator thread");
 		return -1;

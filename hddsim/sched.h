@@ -23,6 +23,7 @@
 struct sched_req {
 	struct model_req r;
 	int      meta;
+	int      pid;             /* the thread whose read this is (FUSE's ctx) */
 	int      done, taken;
 	int64_t  start, done_at;
 	struct model_cost cost;
@@ -62,12 +63,14 @@ int  sched_start(struct sched *s, const struct drive *d, FILE *trace, int realti
 void sched_stop(struct sched *s);
 
 /* Read platter bytes [pos, pos+len): returns when the modelled drive has
- * delivered them.  `meta` marks a metadata (inode) read in the trace. */
-void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta);
+ * delivered them.  `meta` marks a metadata (inode) read in the trace,
+ * `pid` names the thread that asked (the trace's last column). */
+void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta, int pid);
 
 /* The same in two steps, so the caller can produce the bytes while the
  * command is queued: its arrival is when it was submitted. */
-void sched_submit(struct sched *s, struct sched_req *rq, uint64_t pos, uint64_t len, int meta);
+void sched_submit(struct sched *s, struct sched_req *rq, uint64_t pos, uint64_t len, int meta,
+		  int pid);
 void sched_wait(struct sched *s, struct sched_req *rq);
 
 /* Write the live counters as "key value" lines; returns the length. */

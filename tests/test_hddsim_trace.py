@@ -15,9 +15,10 @@ def trace_rows(path):
     with open(path, encoding="ascii") as f:
         for line in f:
             if not line.startswith("#"):
-                t, pos, size, dist, wait, posn, xfer, late, kind = line.split()
+                t, pos, size, dist, wait, posn, xfer, late, kind, pid = line.split()
                 rows.append({"pos": int(pos), "len": int(size), "kind": kind, "dist": int(dist),
-                             "position_us": float(posn), "transfer_us": float(xfer)})
+                             "position_us": float(posn), "transfer_us": float(xfer),
+                             "pid": int(pid)})
     return rows
 
 
@@ -45,6 +46,7 @@ def test_trace_and_counters_describe_a_sequential_read(scratch, hddsim_mount):
     tiles = sorted(data, key=lambda r: r["pos"])
     assert all(b["pos"] == a["pos"] + a["len"] for a, b in zip(tiles, tiles[1:]))
     assert all(r["position_us"] == 0 for r in data[1:] if r["kind"] == "cont")
+    assert {r["pid"] for r in rows} == {os.getpid()}  # the reader, for the inode too
     assert st["reads"] == len(rows) and st["bytes"] == sum(r["len"] for r in rows)
     assert st["reads_4k"] == sum(r["len"] <= 4096 for r in rows)
     assert st["reads_under_128k"] == sum(r["len"] < 128 << 10 for r in rows)

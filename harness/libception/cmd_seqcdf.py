@@ -22,8 +22,8 @@ def sequences(path):
             if line.startswith("#") or not line.strip():
                 continue
             fields = line.split()
-            if len(fields) != 9:
-                raise ValueError(f"line {lineno}: expected 9 fields, got {len(fields)}")
+            if len(fields) not in (9, 10):  # 10: with the pid (since 2026-11-26)
+                raise ValueError(f"line {lineno}: expected 10 fields, got {len(fields)}")
             if fields[8] == "meta":
                 continue
             pos, size = int(fields[1]), int(fields[2])

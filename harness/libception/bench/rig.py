@@ -93,8 +93,11 @@ class Rig:
             for spec in specs:
                 where = os.path.join(root, spec["name"]) if spec["name"] else \
                     os.path.join(base, "mnt")
+                opts = dict(spec.get("hddsim", cfg.get("hddsim")) or {})
+                if opts.get("trace") is True:  # one trace per configuration and mount
+                    opts["trace"] = os.path.join(base, f"disk-trace-{spec['name'] or 'mnt'}.txt")
                 m = hddsim.Mount(where, spec.get("drive", cfg.get("drive", "wd-red")),
-                                 spec["library"], **(spec.get("hddsim", cfg.get("hddsim")) or {}))
+                                 spec["library"], **opts)
                 h.handles.append(c.push(f"unmount {m.path}", m.unmount))
                 h.mounts.append(m)
                 ra = spec.get("read_ahead_kb", cfg.get("read_ahead_kb"))

@@ -91,7 +91,10 @@ def settings(quick):
             # None: the best size of this run's fixed sweep
             "mixed_size": None,
             "scales": ["none", "sqrt", "linear"],
-            "trace_every_s": 2}
+            "trace_every_s": 2,
+            # hddsim Mount options for every configuration ({"trace": true}:
+            # each one's command trace, with the pid that asked, in its work dir)
+            "hddsim": {}}
 
 
 def steps(s):
@@ -325,7 +328,8 @@ def trace(rig, base, s, label, policy, what, rate):
 def run(rig, s):
     lib = common.make_library(rig, **s["library"])
     base = {"server": s["server"], "tunables": s["tunables"], "library": lib,
-            "drive": s["drive"], "memory_limit": common.memory_limit(lib, s["memory_ratio"])}
+            "drive": s["drive"], "memory_limit": common.memory_limit(lib, s["memory_ratio"]),
+            "hddsim": s["hddsim"]}
     prof_path, prof = measure_profile(rig, s, lib)
     rows, acct_rows, outcomes = [], [], {}
 

@@ -23,7 +23,7 @@ def sequences(path):
                 continue
             fields = line.split()
             if len(fields) not in (9, 10):  # 10: with the pid (since 2026-11-26)
-                raise ValueError(f"line {lineno}: expected 10 fields, got {len(fields)}")
+                raise ValueError(f"line {lineno}: expected 9 or 10 fields, got {len(fields)}")
             if fields[8] == "meta":
                 continue
             pos, size = int(fields[1]), int(fields[2])

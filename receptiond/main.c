@@ -34,7 +34,7 @@ static void usage(FILE *f)
 	        "usage: receptiond [--socket PATH] [--foreground] [--prefetch SIZE]\n"
 	        "                  [--policy [DEVICE=]NAME[:ARGS]]... [--queue-depth N]\n"
 	        "                  [--idle-timeout SEC] [--log FILE] [--pidfile FILE] [--version]\n"
-	        "                  [--watch PATH]... [--watch-deadline MS]\n");
+	        "                  [--watch PATH]... [--watch-deadline MS] [--watch-spin US]\n");
 }
 
 static int bad(const char *fmt, const char *arg)
@@ -60,6 +60,7 @@ static int parse_uint(const char *s, unsigned *out, unsigned max)
 static char default_socket[128];
 static char *watch_paths[RD_WATCH_MAX_PATHS];
 static unsigned nwatch, watch_deadline_ms = RD_WATCH_DEFAULT_DEADLINE_MS;
+static unsigned watch_spin_us = RD_WATCH_DEFAULT_SPIN_US;
 
 static int parse_options(int argc, char **argv)
 {
@@ -74,6 +75,7 @@ static int parse_options(int argc, char **argv)
 		{ "pidfile", required_argument, 0, 'd' },
 		{ "watch", required_argument, 0, 'w' },
 		{ "watch-deadline", required_argument, 0, 'D' },
+		{ "watch-spin", required_argument, 0, 'S' },
 		{ "version", no_argument, 0, 'V' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -112,6 +114,10 @@ static int parse_options(int argc, char **argv)
 		case 'D':
 			if (parse_uint(optarg, &watch_deadline_ms, 60000) || !watch_deadline_ms)
 				return bad("--watch-deadline \"%s\": expected milliseconds from 1 to 60000", optarg);
+			break;
+		case 'S':
+			if (parse_uint(optarg, &watch_spin_us, 10000))
+				return bad("--watch-spin \"%s\": expected microseconds from 0 to 10000", optarg);
 			break;
 		case 'l': rd_cfg.log_path = optarg; break;
 		case 'd': rd_cfg.pidfile = optarg; break;
@@ -225,7 +231,7 @@ int main(int argc, char **argv)
 			rd_log("%s", err);
 		return 1;
 	}
-	if (nwatch && rd_watch_open(watch_paths, nwatch, watch_deadline_ms, err, sizeof err)) {
+	if (nwatch && rd_watch_open(watch_paths, nwatch, watch_deadline_ms, watch_spin_us, err, sizeof err)) {
 		fprintf(stderr, "receptiond: %s\n", err);
 		if (rd_cfg.log_path)
 			rd_log("%s", err);

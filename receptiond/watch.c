@@ -67,6 +67,7 @@ struct slot {
 static struct {
 	int fan_fd, sock;
 	uint64_t deadline_ns;
+	uint64_t spin_ns;           /* look for a next event this long before sleeping */
 	struct rd_watch_shared *sh;
 	struct slot slot[RD_WATCH_SLOTS];
 	unsigned free_hint;
@@ -284,6 +285,42 @@ static void on_replies(void)
 	}
 }
 
+/* Read and handle every event waiting; 1 if there was any. */
+static int drain_events(char *buf, size_t len)
+{
+	int any = 0;
+	ssize_t n;
+	while ((n = read(W.fan_fd, buf, len)) > 0) {
+		const struct fanotify_event_metadata *m = (const void *)buf;
+		for (; FAN_EVENT_OK(m, n); m = FAN_EVENT_NEXT(m, n))
+			on_event(m);
+		any = 1;
+	}
+	return any;
+}
+
+/* Handle events until none has come for the spin time.  A reader let go
+ * usually asks again within microseconds (its next read): looking for
+ * that event a little while before sleeping spares it the listener's
+ * wake-up.  Beats and replies are kept up meanwhile. */
+static void spin_on_events(char *buf, size_t len)
+{
+	uint64_t now = rd_now_ns(), until = now + W.spin_ns, next_chores = now + TICK_MS * 100000ull;
+	while (!W.stop) {
+		if (drain_events(buf, len))
+			until = rd_now_ns() + W.spin_ns;
+		now = rd_now_ns();
+		if (now >= next_chores) {   /* every tenth of a tick */
+			atomic_store(&W.sh->listener_beat_ns, now);
+			if (W.sock >= 0)
+				on_replies();
+			next_chores = now + TICK_MS * 100000ull;
+		}
+		if (now >= until)
+			return;
+	}
+}
+
 static void *listener_main(void *arg)
 {
 	(void)arg;
@@ -293,12 +330,8 @@ static void *listener_main(void *arg)
 		struct pollfd p[2] = { { W.fan_fd, POLLIN, 0 }, { W.sock, POLLIN, 0 } };
 		if (poll(p, W.sock >= 0 ? 2 : 1, TICK_MS) <= 0)
 			continue;
-		if (p[0].revents & POLLIN) {
-			ssize_t n = read(W.fan_fd, buf, sizeof buf);
-			const struct fanotify_event_metadata *m = (const void *)buf;
-			for (; n > 0 && FAN_EVENT_OK(m, n); m = FAN_EVENT_NEXT(m, n))
-				on_event(m);
-		}
+		if (p[0].revents & POLLIN)
+			spin_on_events(buf, sizeof buf);
 		if (W.sock >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
 			on_replies();
 	}
@@ -365,10 +398,12 @@ static int fail(char *err, size_t errlen, const char *fmt, const char *a, const 
 	return -1;
 }
 
-int rd_watch_open(char *const *paths, unsigned npaths, unsigned deadline_ms, char *err, size_t errlen)
+int rd_watch_open(char *const *paths, unsigned npaths, unsigned deadline_ms, unsigned spin_us,
+                  char *err, size_t errlen)
 {
 	char what[512];
 	W.deadline_ns = (uint64_t)deadline_ms * 1000000;
+	W.spin_ns = (uint64_t)spin_us * 1000;
 	for (unsigned i = 0; i < RD_WATCH_SLOTS; i++)
 		W.slot[i].fd = -1;
 	W.fan_fd = fanotify_init(FAN_CLASS_PRE_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK |

@@ -29,11 +29,12 @@ struct rd_json;
 
 #define RD_WATCH_MAX_PATHS 16
 #define RD_WATCH_DEFAULT_DEADLINE_MS 500
+#define RD_WATCH_DEFAULT_SPIN_US 0
 
 /* Check the file systems and mark the mounts holding paths[], before
  * daemonizing (so that a refusal reaches the caller's terminal).  0, or
  * -1 with a one-line message. */
-int rd_watch_open(char *const *paths, unsigned npaths, unsigned deadline_ms,
+int rd_watch_open(char *const *paths, unsigned npaths, unsigned deadline_ms, unsigned spin_us,
                   char *err, size_t errlen);
 /* Start the listener, the deadline thread and the watchdog: after
  * daemonizing (threads do not survive a fork) and once the socket

@@ -333,3 +333,42 @@ def test_deadline_allows_reads_the_queue_has_not_reached(tmp_path, watcher, hdds
         assert w.watch()["answered_at_deadline"] > 0
     finally:
         fs.umount()
+
+
+def test_libception_watch_starts_a_watching_daemon_and_stop_ends_it(ext4, tmp_path):
+    from conftest import bin_path
+    lc = bin_path("libception")
+    sock = str(tmp_path / "w.sock")
+    path = ext4.file("v", 2 << 20)
+    r = subprocess.run([lc, "watch", "--socket", sock, "--deadline", "300", ext4.mnt],
+                       capture_output=True, text=True, timeout=60)
+    try:
+        assert r.returncode == 0, r.stderr
+        again = subprocess.run([lc, "watch", "--socket", sock, ext4.mnt],
+                               capture_output=True, text=True, timeout=60)
+        assert again.returncode == 1 and "already listens" in again.stderr
+        with open(path, "rb") as f:
+            f.read()
+        from libception import daemon as lcd
+        w = lcd.stats(sock)["watch"]
+        assert w["deadline_ms"] == 300 and w["misses"] > 0
+    finally:
+        subprocess.run([lc, "stop", "--socket", sock], capture_output=True, timeout=60)
+    refused = subprocess.run([lc, "watch", "--socket", sock, str(tmp_path)],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "receptiond" not in refused.stdout
+
+
+def test_a_program_under_the_library_is_not_handled_twice(ext4, watcher, need_library):
+    """The library makes each window resident before the read; the read's
+    event then finds it cached: no second queued miss."""
+    path = ext4.file("lib.bin", 8 << 20)
+    w = watcher([ext4.mnt])
+    before = w.watch()
+    env = w.env()
+    out = subprocess.run(["cat", path], env=env, capture_output=True, check=True).stdout
+    assert len(out) == 8 << 20
+    after = w.watch()
+    assert after["events"] > before["events"]
+    assert after["misses"] == before["misses"]
+    assert w.device(path=path)["requests"] > 0

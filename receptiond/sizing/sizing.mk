@@ -7,9 +7,12 @@ TOP ?= ..
 include $(TOP)/common/build.mk
 
 SZ = sizing
+# The adaptive policy's parts, by concern (reading order: adaptive.h).
+ADAPTIVE_SRCS = $(addprefix $(SZ)/adaptive_,decide.c groups.c score.c margin.c evict.c aa.c \
+                  config.c report.c)
 # Linked into receptiond (the daemon's Makefile adds these to its sources).
 SIZING_SRCS = $(SZ)/policy.c $(SZ)/policy_fixed.c $(SZ)/policy_competitive.c \
-              $(SZ)/policy_adaptive.c $(SZ)/policy_bitrate.c $(SZ)/sizing_base.c \
+              $(SZ)/policy_adaptive.c $(ADAPTIVE_SRCS) $(SZ)/policy_bitrate.c $(SZ)/sizing_base.c \
               $(SZ)/sizing_args.c $(SZ)/sizing_stream.c $(SZ)/sizing_account.c \
               $(SZ)/sizing_profile.c
 SIZING_HDRS = $(wildcard $(SZ)/*.h)

@@ -22,8 +22,8 @@ receptiond-profile: $(SZ)/profile.c $(SZ)/sizing.h
 
 # Unit tests of the policies on synthetic inputs (no daemon, no real time);
 # sizing/tests/sizing_stubs.c stands in for the daemon's log.
-SIZING_TESTS = $(SZ)/tests/test_sizing.c $(SZ)/tests/sizing_stubs.c
-$(SZ)/tests/test_sizing: $(SIZING_TESTS) $(SIZING_SRCS) $(SIZING_HDRS) util.c json.c json.h
+SIZING_TESTS = $(addprefix $(SZ)/tests/,test_sizing.c test_streams.c model.c test_adaptive.c sizing_stubs.c)
+$(SZ)/tests/test_sizing: $(SIZING_TESTS) $(SZ)/tests/test_sizing.h $(SIZING_SRCS) $(SIZING_HDRS) util.c json.c json.h
 	$(CC) $(LC_CFLAGS) -I. -I$(SZ) -o $@ $(SIZING_TESTS) $(filter-out $(SZ)/policy.c $(SZ)/policy_fixed.c,$(SIZING_SRCS)) \
 	      util.c json.c -lm
 

@@ -17,8 +17,9 @@ SIZING_SRCS = $(SZ)/policy.c $(SZ)/policy_fixed.c $(SZ)/policy_competitive.c \
               $(SZ)/sizing_profile.c
 SIZING_HDRS = $(wildcard $(SZ)/*.h)
 
-receptiond-profile: $(SZ)/profile.c $(SZ)/sizing.h
-	$(CC) $(LC_CFLAGS) -o $@ $(SZ)/profile.c -lpthread -lm
+PROFILE_SRCS = $(addprefix $(SZ)/,profile.c profile_space.c profile_probe.c)
+receptiond-profile: $(PROFILE_SRCS) $(SZ)/profile.h $(SZ)/sizing.h
+	$(CC) $(LC_CFLAGS) -o $@ $(PROFILE_SRCS) -lpthread -lm
 
 # Unit tests of the policies on synthetic inputs (no daemon, no real time);
 # sizing/tests/sizing_stubs.c stands in for the daemon's log.

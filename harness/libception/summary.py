@@ -1,0 +1,264 @@
+"""A results file's summary: what docs/results/ keeps of a run (a few KB),
+the raw per-probe data staying outside the tracked tree.
+
+    {"schema": "libception-bench-summary", "version": 1,
+     "metadata": {"scenario", "command", "git_commit", "date", "machine",
+                  "disk": {"drive", "library", "memory_limit"}, "method",
+                  "search", "settings", "seeds", "probes", "reruns",
+                  "not_steady", "raw": {"path", "bytes", "sha256"}},
+     "answers": [{"point", "config", "answer", "failed_above",
+                  "at_answer": {...}, ...the run's other small fields}],
+     "probe_columns": [...], "probe_rows": [[...], ...]}
+
+The layout is docs/benchmark.md's "Results files" (pyperf-like: the
+numbers carry their own metadata).  A probe row's first column is the
+index of its configuration in `answers`; columns that no probe of the
+file has (disk time before issue 24) are left out.  It reads both the raw files of
+before that format (docs/results/json/*.json, every probe inside its run,
+no command recorded) and a run directory of it (SCENARIO.json beside
+probes.jsonl.gz).  Figures are rounded to 4 significant digits; long
+fields of a run (an adaptive policy's size series) keep their change
+points.
+"""
+import glob
+import gzip
+import hashlib
+import json
+import os
+
+SCHEMA = "libception-bench-summary"
+VERSION = 1
+BIG = 2000          # a run field longer than this (as JSON) is shrunk
+MAX_CHANGES = 40    # change points kept of a size series
+REASON = 80         # characters kept of a decision's reason
+
+# Probe columns: name -> how to read it from a probe record (old or new).
+PROBE_COLUMNS = {
+    "rate": lambda p: p.get("rate"),
+    "seed": lambda p: p.get("seed"),
+    "pass": lambda p: p.get("pass"),
+    "failed_pct": lambda p: p.get("failed_pct"),
+    "started": lambda p: p.get("started"),
+    "mb_per_s": lambda p: p.get("mb_per_s"),
+    "max_active": lambda p: p.get("max_active"),
+    "latency_p99_ms": lambda p: (p.get("latency_ms") or {}).get("p99"),
+    "disk_mb_per_s": lambda p: _disk(p, "mb_per_s", "disk_mb_per_s"),
+    "disk_utilisation": lambda p: p.get("disk_utilisation"),
+    "disk_avg_read_kib": lambda p: p.get("disk_avg_read_kib"),
+    "transfer_share": lambda p: _disk(p, "transfer_share"),
+    "busy_share": lambda p: _disk(p, "busy_share"),
+    "queue_wait_p99_ms": lambda p: (p.get("queue_wait_ms") or {}).get("p99"),
+    "policy_size": lambda p: (_device(p, "policy") or {}).get("size"),
+    "steady": lambda p: (p.get("steady") or {}).get("steady"),
+    "other_cores": lambda p: (p.get("other_cpu") or {}).get("cores"),
+    "rerun": lambda p: (p.get("rerun") or {}).get("why"),
+}
+
+
+def _disk(p, key, old_key=None):
+    dt = p.get("disk_time")
+    if isinstance(dt, dict) and key in dt:
+        return dt[key]
+    return p.get(old_key) if old_key else None
+
+
+def _device(p, key):
+    """A field of the daemon's first device (the library's), if any."""
+    devices = (p.get("daemon_stats") or {}).get("devices") or []
+    return devices[0].get(key) if devices and isinstance(devices[0], dict) else None
+
+
+def _round(v):
+    if isinstance(v, float):
+        return float(f"{v:.4g}")
+    if isinstance(v, dict):
+        return {k: _round(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_round(x) for x in v]
+    return v
+
+
+def _size(v):
+    return len(json.dumps(v))
+
+
+def _scalars(d):
+    """The scalar fields of a dict, and its small dicts."""
+    return {k: v for k, v in d.items()
+            if not isinstance(v, (dict, list)) or _size(v) <= 200}
+
+
+# Fields of an answer's probe the summary leaves out (in the raw data).
+AT_ANSWER_DROP = ("memory_lists", "cgroup_limit", "first_error", "vidload_cpu_pct", "settle_s",
+                  "disk_continued", "disk_cache_hits", "disk_reads_under_128k")
+
+
+def _changes(series):
+    """A size series ({t, size, target, reason, ...} every few seconds)
+    cut to the points where size or target changed."""
+    out, last = [], None
+    for pt in series:
+        now = (pt.get("size"), pt.get("target"))
+        if now != last:
+            out.append({k: (v[:REASON] if isinstance(v, str) else v) for k, v in pt.items()
+                        if not isinstance(v, (dict, list))})
+            last = now
+    kept = out[:MAX_CHANGES]
+    return {"points": len(series), "changes": kept, "changes_cut": len(out) - len(kept)}
+
+
+# What a device profile (receptiond-profile) says that the policies use.
+PROFILE_KEYS = ("method", "files", "bytes", "rate", "switch_s", "competitive_size", "concurrency")
+
+
+def _shrink(key, v):
+    if key == "series" and isinstance(v, list):
+        return _changes(v)
+    if key == "profile" and isinstance(v, dict):
+        return {k: v[k] for k in PROFILE_KEYS if k in v}
+    if isinstance(v, dict):
+        return {k: x for k, x in _scalars(v).items() if _size(x) <= BIG}
+    return {"omitted": f"{_size(v)} bytes of JSON; see the raw data"}
+
+
+def probe_row(index, probe):
+    return [index] + [_round(get(probe)) for get in PROBE_COLUMNS.values()]
+
+
+def _at_answer_extra(p):
+    """What the answer's probe says beyond its scalars: disk time, queue
+    wait, and the sizing policy's state (its size, last decision, scores)."""
+    out = {c: PROBE_COLUMNS[c](p) for c in ("disk_mb_per_s", "transfer_share", "busy_share",
+                                            "queue_wait_p99_ms", "steady")}
+    out = {k: v for k, v in out.items() if v is not None}
+    for key in ("hits", "misses"):
+        if _device(p, key) is not None:
+            out["daemon_" + key] = _device(p, key)
+    policy = _device(p, "policy")
+    if isinstance(policy, dict):
+        out["policy"] = {k: policy[k] for k in ("name", "size", "target", "changes", "decisions",
+                                                "reason", "scores") if k in policy}
+    return out
+
+
+def _disk_meta(settings):
+    library = settings.get("library")
+    if isinstance(library, dict):
+        library = "-".join(str(library.get(k)) for k in ("preset", "count") if k in library)
+    disk = {"drive": settings.get("drive", settings.get("drives")), "library": library}
+    for key in ("memory_limit", "memory_ratio"):
+        if key in settings:
+            disk[key] = settings[key]
+    return disk
+
+
+def summarize(data, probes_by_run=None, raw=None):
+    """The summary of one results file's data (dict).  probes_by_run maps a
+    run's index to its probe records when they are kept apart (a run
+    directory's probes.jsonl.gz); else each run's own "probes" are used."""
+    settings = data.get("settings") or {}
+    answers, rows, probes, reruns, not_steady = [], [], 0, 0, 0
+    for i, run in enumerate(data.get("runs") or []):
+        entry = {}
+        for key, v in run.items():
+            if key in ("probes", "probe"):
+                continue
+            if key == "at_answer" and isinstance(v, dict):
+                kept = {k: x for k, x in _scalars(v).items() if k not in AT_ANSWER_DROP}
+                errors = kept.pop("errors", None)
+                if isinstance(errors, dict):
+                    kept["errors"] = {k: n for k, n in errors.items() if n}
+                if isinstance(kept.get("latency_ms"), dict):
+                    kept["latency_ms"] = {k: kept["latency_ms"].get(k) for k in ("p50", "p99")}
+                entry[key] = _round({**kept, **_at_answer_extra(v)})
+            elif _size(v) > BIG or key == "profile":
+                entry[key] = _round(_shrink(key, v))
+            else:
+                entry[key] = _round(v)
+        if "git_commit" in entry and entry["git_commit"] == data.get("git_commit"):
+            del entry["git_commit"]   # the file's own, in metadata
+        answers.append(entry)
+        own = run.get("probes") or ([run["probe"]] if isinstance(run.get("probe"), dict) else [])
+        for p in (probes_by_run or {}).get(i, own):
+            rows.append(probe_row(i, p))
+            probes += 1
+            reruns += bool(p.get("rerun"))
+            not_steady += (p.get("steady") or {}).get("steady") is False
+    search = settings.get("search")
+    meta = {"scenario": data.get("scenario"), "command": data.get("command"),
+            "git_commit": data.get("git_commit"), "date": data.get("date"),
+            "machine": data.get("machine"), "disk": _disk_meta(settings),
+            "method": data.get("method", "before steady-state probes (issue 24)"),
+            "search": search,
+            "settings": {k: v for k, v in settings.items() if k != "search" and _size(v) <= BIG},
+            "seeds": data.get("seeds"), "probes": probes, "reruns": reruns,
+            "not_steady": not_steady, "raw": raw}
+    columns = ["answer"] + list(PROBE_COLUMNS)
+    used = [i for i in range(len(columns)) if any(r[i] is not None for r in rows)] or [0]
+    return {"schema": SCHEMA, "version": VERSION, "metadata": _round(meta),
+            "answers": answers, "probe_columns": [columns[i] for i in used],
+            "probe_rows": [[r[i] for i in used] for r in rows]}
+
+
+def _raw_info(path, rel_to=None):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    shown = os.path.relpath(path, rel_to) if rel_to else path
+    return {"path": shown, "bytes": os.path.getsize(path), "sha256": h.hexdigest()}
+
+
+def _run_dir_probes(data, path):
+    """A run directory's probes.jsonl.gz, by the index of the run whose point
+    each names; superseded probes (a disturbed probe's first try) are left out."""
+    index = {json.dumps(r.get("point"), sort_keys=True): i
+             for i, r in enumerate(data.get("runs") or [])}
+    by_run = {}
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            i = index.get(json.dumps(rec.get("point"), sort_keys=True))
+            if i is not None and not rec.get("superseded"):
+                by_run.setdefault(i, []).append(rec.get("probe") or {})
+    return by_run
+
+
+def summarize_path(path, rel_to=None):
+    """Summarize a raw results file, or a run directory (its SCENARIO.json
+    and probes.jsonl.gz)."""
+    if os.path.isdir(path):
+        found = [f for f in glob.glob(os.path.join(path, "*.json"))
+                 if not f.endswith("summary.json")]
+        if len(found) != 1:
+            raise ValueError(f"{path}: expected one SCENARIO.json, found {len(found)}")
+        with open(found[0]) as f:
+            data = json.load(f)
+        jl = os.path.join(path, "probes.jsonl.gz")
+        by_run = _run_dir_probes(data, jl) if os.path.exists(jl) else None
+        raw = _raw_info(jl if by_run is not None else found[0], rel_to)
+        return summarize(data, by_run, raw)
+    with open(path) as f:
+        data = json.load(f)
+    return summarize(data, None, _raw_info(path, rel_to))
+
+
+def write(summary, out):
+    """Compact JSON, one answer and one probe row per line (diffs stay small)."""
+    d = os.path.dirname(os.path.abspath(out))
+    os.makedirs(d, exist_ok=True)
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write('{"schema": %s, "version": %d,\n "metadata": %s,\n "answers": [\n' % (
+            json.dumps(summary["schema"]), summary["version"],
+            json.dumps(summary["metadata"], separators=(",", ":"))))
+        f.write(",\n".join("  " + json.dumps(a, separators=(",", ":"))
+                           for a in summary["answers"]))
+        f.write('],\n "probe_columns": %s,\n "probe_rows": [\n' % json.dumps(
+            summary["probe_columns"], separators=(",", ":")))
+        f.write(",\n".join("  " + json.dumps(r, separators=(",", ":"))
+                           for r in summary["probe_rows"]))
+        f.write("]}\n")
+    os.replace(tmp, out)

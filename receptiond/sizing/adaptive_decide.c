@@ -90,7 +90,7 @@ static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t no
  * a trial group (an eighth of the files, so a noisier score than the
  * current size's three quarters) won 8 of 8 decisions between 256K and
  * 512K on the SD library, and kept the size going back and forth between
- * 512K and 1M on the HD library (docs/prefetch-sizing.md).
+ * 512K and 1M on the HD library (docs/notes/2026-11-26-prefetch-sizing-reference.md).
  *
  * Fresh scores every interval need no deflation to retry a neighbour, but
  * a real local minimum of the score holds the size for good: after escape=

@@ -122,7 +122,7 @@ struct sz_counters ad_roll(struct adaptive *a, uint64_t now, uint64_t *len)
  * that outlasted the move (the longest-lived: slow streams, viewers who
  * left) came into that size's score as if its trial group's.  Measured
  * over the 26 adaptive runs of 2026-11-25 whose logs were kept
- * (docs/prefetch-sizing.md, "Two seeds per probe" and after):
+ * (docs/notes/2026-11-25-prefetch-sizing.md, "Two seeds per probe" and after):
  * 58 of 131 moves were undone by the very next decision.  After the
  * settle interval, what an interval takes in was asked for under the
  * sizes it compares. */

@@ -1,27 +1,22 @@
-"""A results file's summary: what docs/results/ keeps of a run (a few KB),
-the raw per-probe data staying outside the tracked tree.
+"""Summaries of the raw results files of before issue 24's format
+(docs/results/json/*.json at 9999c70: every probe inside its run, with
+the daemon's whole statistics), in the summary format of docs/benchmark.md
+"Results files" (schema libception-bench-summary, version 1), so that
+docs/results/ keeps a few KB per run and the raw files can leave the tree.
+A run directory of the new format is summarized by `libception results
+summarize DIR`; this module is only for the old files:
 
-    {"schema": "libception-bench-summary", "version": 1,
-     "metadata": {"scenario", "command", "git_commit", "date", "machine",
-                  "disk": {"drive", "library", "memory_limit"}, "method",
-                  "search", "settings", "seeds", "probes", "reruns",
-                  "not_steady", "raw": {"path", "bytes", "sha256"}},
-     "answers": [{"point", "config", "answer", "failed_above",
-                  "at_answer": {...}, ...the run's other small fields}],
-     "probe_columns": [...], "probe_rows": [[...], ...]}
+    python3 scripts/summarize_legacy_results.py FILE... --out-dir DIR [--raw-commit COMMIT]
 
-The layout is docs/benchmark.md's "Results files" (pyperf-like: the
-numbers carry their own metadata).  A probe row's first column is the
-index of its configuration in `answers`; columns that no probe of the
-file has (disk time before issue 24) are left out.  It reads both the raw files of
-before that format (docs/results/json/*.json, every probe inside its run,
-no command recorded) and a run directory of it (SCENARIO.json beside
-probes.jsonl.gz).  Figures are rounded to 4 significant digits; long
-fields of a run (an adaptive policy's size series) keep their change
-points.
+Beyond that format, the metadata names the raw file (path, bytes, sha256
+and, with --raw-commit, the commit whose tree holds it), the answers keep
+every small field of their run (a device profile in brief, an adaptive
+policy's size series cut to its change points) and the sizing policy's
+state at the answer, and the probe table has the columns of the old
+probe record (latency, disk utilisation, mean read, the policy's size);
+columns no probe of a file has are left out.  Figures are rounded to 4
+significant digits.
 """
-import glob
-import gzip
 import hashlib
 import json
 import os
@@ -32,7 +27,7 @@ BIG = 2000          # a run field longer than this (as JSON) is shrunk
 MAX_CHANGES = 40    # change points kept of a size series
 REASON = 80         # characters kept of a decision's reason
 
-# Probe columns: name -> how to read it from a probe record (old or new).
+# Probe columns: name -> how to read it from an old probe record.
 PROBE_COLUMNS = {
     "rate": lambda p: p.get("rate"),
     "seed": lambda p: p.get("seed"),
@@ -42,24 +37,11 @@ PROBE_COLUMNS = {
     "mb_per_s": lambda p: p.get("mb_per_s"),
     "max_active": lambda p: p.get("max_active"),
     "latency_p99_ms": lambda p: (p.get("latency_ms") or {}).get("p99"),
-    "disk_mb_per_s": lambda p: _disk(p, "mb_per_s", "disk_mb_per_s"),
+    "disk_mb_per_s": lambda p: p.get("disk_mb_per_s"),
     "disk_utilisation": lambda p: p.get("disk_utilisation"),
     "disk_avg_read_kib": lambda p: p.get("disk_avg_read_kib"),
-    "transfer_share": lambda p: _disk(p, "transfer_share"),
-    "busy_share": lambda p: _disk(p, "busy_share"),
-    "queue_wait_p99_ms": lambda p: (p.get("queue_wait_ms") or {}).get("p99"),
     "policy_size": lambda p: (_device(p, "policy") or {}).get("size"),
-    "steady": lambda p: (p.get("steady") or {}).get("steady"),
-    "other_cores": lambda p: (p.get("other_cpu") or {}).get("cores"),
-    "rerun": lambda p: (p.get("rerun") or {}).get("why"),
 }
-
-
-def _disk(p, key, old_key=None):
-    dt = p.get("disk_time")
-    if isinstance(dt, dict) and key in dt:
-        return dt[key]
-    return p.get(old_key) if old_key else None
 
 
 def _device(p, key):
@@ -126,11 +108,9 @@ def probe_row(index, probe):
 
 
 def _at_answer_extra(p):
-    """What the answer's probe says beyond its scalars: disk time, queue
-    wait, and the sizing policy's state (its size, last decision, scores)."""
-    out = {c: PROBE_COLUMNS[c](p) for c in ("disk_mb_per_s", "transfer_share", "busy_share",
-                                            "queue_wait_p99_ms", "steady")}
-    out = {k: v for k, v in out.items() if v is not None}
+    """What the answer's probe says in the daemon's statistics: its hits
+    and misses, and the sizing policy's state (size, last decision, scores)."""
+    out = {}
     for key in ("hits", "misses"):
         if _device(p, key) is not None:
             out["daemon_" + key] = _device(p, key)
@@ -152,12 +132,11 @@ def _disk_meta(settings):
     return disk
 
 
-def summarize(data, probes_by_run=None, raw=None):
-    """The summary of one results file's data (dict).  probes_by_run maps a
-    run's index to its probe records when they are kept apart (a run
-    directory's probes.jsonl.gz); else each run's own "probes" are used."""
+def summarize(data, raw=None):
+    """The summary of one old results file's data (dict); raw describes
+    the file (_raw_info)."""
     settings = data.get("settings") or {}
-    answers, rows, probes, reruns, not_steady = [], [], 0, 0, 0
+    answers, rows, probes = [], [], 0
     for i, run in enumerate(data.get("runs") or []):
         entry = {}
         for key, v in run.items():
@@ -179,11 +158,9 @@ def summarize(data, probes_by_run=None, raw=None):
             del entry["git_commit"]   # the file's own, in metadata
         answers.append(entry)
         own = run.get("probes") or ([run["probe"]] if isinstance(run.get("probe"), dict) else [])
-        for p in (probes_by_run or {}).get(i, own):
+        for p in own:
             rows.append(probe_row(i, p))
             probes += 1
-            reruns += bool(p.get("rerun"))
-            not_steady += (p.get("steady") or {}).get("steady") is False
     search = settings.get("search")
     meta = {"scenario": data.get("scenario"), "command": data.get("command"),
             "git_commit": data.get("git_commit"), "date": data.get("date"),
@@ -191,8 +168,9 @@ def summarize(data, probes_by_run=None, raw=None):
             "method": data.get("method", "before steady-state probes (issue 24)"),
             "search": search,
             "settings": {k: v for k, v in settings.items() if k != "search" and _size(v) <= BIG},
-            "seeds": data.get("seeds"), "probes": probes, "reruns": reruns,
-            "not_steady": not_steady, "raw": raw}
+            "seeds": data.get("seeds"), "probes": probes,
+            "reruns": None, "not_steady": None,   # not judged before issue 24
+            "raw": raw}
     columns = ["answer"] + list(PROBE_COLUMNS)
     used = [i for i in range(len(columns)) if any(r[i] is not None for r in rows)] or [0]
     return {"schema": SCHEMA, "version": VERSION, "metadata": _round(meta),
@@ -209,40 +187,14 @@ def _raw_info(path, rel_to=None):
     return {"path": shown, "bytes": os.path.getsize(path), "sha256": h.hexdigest()}
 
 
-def _run_dir_probes(data, path):
-    """A run directory's probes.jsonl.gz, by the index of the run whose point
-    each names; superseded probes (a disturbed probe's first try) are left out."""
-    index = {json.dumps(r.get("point"), sort_keys=True): i
-             for i, r in enumerate(data.get("runs") or [])}
-    by_run = {}
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            rec = json.loads(line)
-            i = index.get(json.dumps(rec.get("point"), sort_keys=True))
-            if i is not None and not rec.get("superseded"):
-                by_run.setdefault(i, []).append(rec.get("probe") or {})
-    return by_run
-
-
-def summarize_path(path, rel_to=None):
-    """Summarize a raw results file, or a run directory (its SCENARIO.json
-    and probes.jsonl.gz)."""
-    if os.path.isdir(path):
-        found = [f for f in glob.glob(os.path.join(path, "*.json"))
-                 if not f.endswith("summary.json")]
-        if len(found) != 1:
-            raise ValueError(f"{path}: expected one SCENARIO.json, found {len(found)}")
-        with open(found[0]) as f:
-            data = json.load(f)
-        jl = os.path.join(path, "probes.jsonl.gz")
-        by_run = _run_dir_probes(data, jl) if os.path.exists(jl) else None
-        raw = _raw_info(jl if by_run is not None else found[0], rel_to)
-        return summarize(data, by_run, raw)
+def summarize_path(path, rel_to=None, raw_commit=None):
+    """Summarize one old raw results file."""
     with open(path) as f:
         data = json.load(f)
-    return summarize(data, None, _raw_info(path, rel_to))
+    raw = _raw_info(path, rel_to)
+    if raw_commit:
+        raw["git"] = raw_commit
+    return summarize(data, raw)
 
 
 def write(summary, out):

@@ -91,3 +91,15 @@ def test_unreadable_path_is_one_line(tmp_path):
     r = subprocess.run([sys.executable, SCRIPT, str(tmp_path / "missing.json"), "--out-dir",
                         str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "missing.json" in r.stderr
+
+
+def test_described_in_finds_the_sections_that_name_a_run(tmp_path):
+    doc = tmp_path / "notes.md"
+    doc.write_text("# Day\n\n## Rounds\n    libception bench sizing --out results/sizing-hd-rounds\n"
+                   "## Starts from below\nJSON `results/json/sizing-{hd-from2m,sd828-from256k}-20261126.json`\n"
+                   "## Other\n`sizing-hd-rounds-2` is another run; results/sizing-hd-roundsx too\n")
+    found = legacy_results.described_in("x/sizing-hd-rounds-20261126.json", [str(doc)])
+    assert found == [f"{doc}: Rounds"]
+    found = legacy_results.described_in("sizing-sd828-from256k-20261126.json", [str(doc)])
+    assert found == [f"{doc}: Starts from below"]
+    assert legacy_results.described_in("sizing-mixed-v2-20261125.json", [str(doc)]) == []

@@ -20,6 +20,7 @@ significant digits.
 import hashlib
 import json
 import os
+import re
 
 SCHEMA = "libception-bench-summary"
 VERSION = 1
@@ -187,14 +188,54 @@ def _raw_info(path, rel_to=None):
     return {"path": shown, "bytes": os.path.getsize(path), "sha256": h.hexdigest()}
 
 
-def summarize_path(path, rel_to=None, raw_commit=None):
-    """Summarize one old raw results file."""
+def _expand_braces(text):
+    """`sizing-{hd,sd414}-rounds` as the docs write several names at once:
+    every combination (one level of braces)."""
+    m = re.search(r"\{([^{}]*,[^{}]*)\}", text)
+    if not m:
+        return [text]
+    return [x for alt in m.group(1).split(",")
+            for x in _expand_braces(text[:m.start()] + alt + text[m.end():])]
+
+
+def described_in(name, docs):
+    """The sections of docs (paths of Markdown files) that name a results
+    file: by its file name, by its run (the name without its date) as the
+    `--out results/RUN` of its command or in backquotes, or by its run's
+    plots.  The old files did not record their command; these sections
+    give it."""
+    stem = os.path.splitext(os.path.basename(name))[0]
+    run = re.sub(r"-2026\d{4}\w*$", "", stem)
+    # the file, its run's --out or `name`, or its run's plots
+    pattern = re.compile(re.escape(stem) + "|`" + re.escape(run) + "`|results/" + re.escape(run) +
+                         r"(?![\w-])|results/" + re.escape(run) +
+                         r"-(rates|throughput|probes|adaptive-size|adaptive-disk)\.png")
+    found = []
+    for doc in docs:
+        heading = None
+        with open(doc, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("#"):
+                    heading = line.strip("# \n")
+                elif heading and any(pattern.search(x) for x in _expand_braces(line)):
+                    where = f"{doc}: {heading}"
+                    if where not in found:
+                        found.append(where)
+    return found
+
+
+def summarize_path(path, rel_to=None, raw_commit=None, docs=()):
+    """Summarize one old raw results file; docs: Markdown files to search
+    for the sections that describe it (metadata "described_in")."""
     with open(path) as f:
         data = json.load(f)
     raw = _raw_info(path, rel_to)
     if raw_commit:
         raw["git"] = raw_commit
-    return summarize(data, raw)
+    s = summarize(data, raw)
+    if docs:
+        s["metadata"]["described_in"] = described_in(path, docs)
+    return s
 
 
 def write(summary, out):

@@ -9,78 +9,64 @@
 #include <math.h>
 #include <stdio.h>
 
-/* Move towards a new target, gradually (the ramp runs in tick). */
-void ad_set_target(struct adaptive *a, uint64_t target, uint64_t now, const char *why)
-{
-	char o[32], n[32];
-	if (target == a->target) {
-		snprintf(a->reason, sizeof a->reason, "%s", why);
-		return;
-	}
-	rd_log("%s: size %s -> %s: %s", a->b.who, sz_fmt_size(a->target, o, sizeof o),
-	       sz_fmt_size(target, n, sizeof n), why);
-	snprintf(a->reason, sizeof a->reason, "%s -> %s: %s", o, n, why);
-	if (target < a->target)
-		a->b.acct.cut_ns = now + a->ramp_ns;
-	a->from = a->cur;
-	a->target = target;
-	a->ramp_start_ns = now;
-	a->ramping = 1;
-	a->trying = 0;   /* everyone ramps together; the groups resume after */
-	a->reach = 1;
-	a->kept_in_row = 0;
-	a->share = a->trial;   /* a new size: the neighbours in full again */
-	a->changes++;
-}
+/* The two ways to decide, below ad_decide. */
+static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now);
+static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t now);
 
-/* Gradient step (section 4.1) from the score just measured at target. */
-static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t now)
+/* One decision, when adaptive_tick finds the interval long enough: the
+ * interval's figures, the eviction rule, light load, the settle interval,
+ * then the scores. */
+void ad_decide(struct adaptive *a, uint64_t now)
 {
-	double s = ad_interval_score(a, f);
-	unsigned k = ad_keep_score(a, s);
-	unsigned ks = k - 1, kl = k + 1;
-	int has_s = smaller_k(a, k, 1) != 0, has_l = larger_k(a, k, 1) != 0;
-	int ms = has_s && a->scored[ks], ml = has_l && a->scored[kl];
-	unsigned go = k;
-	const char *rule = NULL;
-	if (ml && a->score[kl] < s && (!ms || a->score[kl] <= a->score[ks])) {
-		go = kl;
-		rule = "larger scored lower";
-	} else if (ms && a->score[ks] < s) {
-		go = ks;
-		rule = "smaller scored lower";
-	} else if (has_l && !ml && (!ms || a->score[ks] >= s)) {
-		go = kl;
-		rule = "trying larger (unmeasured)";
-	} else if (has_s && !ms && (!ml || a->score[kl] >= s)) {
-		go = ks;
-		rule = "trying smaller (unmeasured)";
-	}
-	char cs[32], ss[32], ls[32], why[224];
-	ad_fmt_score(a, k, cs, sizeof cs);
-	ad_fmt_score(a, ks, ss, sizeof ss);
-	ad_fmt_score(a, kl, ls, sizeof ls);
-	if (go == k) {
-		/* A minimum: deflate the stored scores of the two neighbours so
-		 * one is eventually retried.  Only those: deflating every stored
-		 * score lets a climb run along stale, deflated scores of sizes
-		 * further away (measured: the model in tests/test_sizing.c then
-		 * wanders from 4 to 8.5 MiB). */
-		if (ms)
-			a->score[ks] *= 1 - a->deflate;
-		if (ml)
-			a->score[kl] *= 1 - a->deflate;
-		snprintf(why, sizeof why, "minimum (score %s; smaller %s, larger %s): deflating their "
-		         "scores by %.0f%%", cs, ss, ls, a->deflate * 100);
-		char at[32];
-		rd_log("%s: size %s kept: %s", a->b.who, sz_fmt_size(a->target, at, sizeof at), why);
+	uint64_t len;
+	a->epoch++;   /* other files try the neighbours next */
+	struct sz_counters c = ad_roll(a, now, &len);
+	struct sz_figures f;
+	sz_figures(&c, len, a->b.acct.concurrency, &f);
+	a->last = f;
+	a->decisions++;
+	int light = ad_light_load(a, &c, &f);
+	char why[224];
+	snprintf(why, sizeof why, "light load: disk busy %.0f%% < %.0f%%: no change",
+	         f.busy * 100, a->busy_min * 100);
+	if (light && !a->light)
+		rd_log("%s: %s", a->b.who, why);
+	else if (!light && a->light)
+		rd_log("%s: load above %.0f%% busy (%.0f%%): adjusting", a->b.who, a->busy_min * 100,
+		       f.busy * 100);
+	a->light = light;
+	/* The trials of the neighbours go on under light load: the eviction
+	 * rule asks their scores' consent. */
+	a->trying = a->side_by_side && !a->ramping;
+	if (ad_eviction_cut(a, &f, light, now))
+		return;
+	if (light) {
 		ad_set_target(a, a->target, now, why);
 		return;
 	}
-	snprintf(why, sizeof why, "%s: score %s here, %s smaller, %s larger (busy %.0f%%, "
-	         "miss ratio %.2f, %.2f disk ms/MiB)", rule, cs, ss, ls, f->busy * 100, f->miss_ratio,
-	         f->disk_ms_per_mib);
-	ad_set_target(a, k_size(a, go), now, why);
+	if (a->settling) {
+		/* At start, streams that were already running show up with
+		 * their first (whole) window read and almost nothing consumed
+		 * yet: that interval's miss ratio says nothing.  Later, see
+		 * ad_settle(). */
+		char at[32];
+		a->settling = 0;
+		rd_log("%s: size %s kept: %s", a->b.who, sz_fmt_size(a->target, at, sizeof at),
+		       a->settle_why);
+		ad_set_target(a, a->target, now, a->settle_why);
+		return;
+	}
+	if (a->side_by_side)
+		side_by_side(a, len, now);
+	else
+		gradient(a, &f, now);
+}
+
+/* Light load: the disk busy below the threshold, or nothing consumed. */
+int ad_light_load(const struct adaptive *a, const struct sz_counters *c,
+                  const struct sz_figures *f)
+{
+	return f->busy < a->busy_min || !c->demanded;
 }
 
 /* compare=side-by-side: the neighbours were measured in the same interval on
@@ -187,55 +173,76 @@ static void side_by_side(struct adaptive *a, uint64_t len_ns, uint64_t now)
 	ad_set_target(a, k_size(a, kk[best]), now, why);
 }
 
-/* Light load: the disk busy below the threshold, or nothing consumed. */
-int ad_light_load(const struct adaptive *a, const struct sz_counters *c,
-                      const struct sz_figures *f)
+/* Gradient step (section 4.1) from the score just measured at target. */
+static void gradient(struct adaptive *a, const struct sz_figures *f, uint64_t now)
 {
-	return f->busy < a->busy_min || !c->demanded;
-}
-
-void ad_decide(struct adaptive *a, uint64_t now)
-{
-	uint64_t len;
-	a->epoch++;   /* other files try the neighbours next */
-	struct sz_counters c = ad_roll(a, now, &len);
-	struct sz_figures f;
-	sz_figures(&c, len, a->b.acct.concurrency, &f);
-	a->last = f;
-	a->decisions++;
-	int light = ad_light_load(a, &c, &f);
-	char why[224];
-	snprintf(why, sizeof why, "light load: disk busy %.0f%% < %.0f%%: no change",
-	         f.busy * 100, a->busy_min * 100);
-	if (light && !a->light)
-		rd_log("%s: %s", a->b.who, why);
-	else if (!light && a->light)
-		rd_log("%s: load above %.0f%% busy (%.0f%%): adjusting", a->b.who, a->busy_min * 100,
-		       f.busy * 100);
-	a->light = light;
-	/* The trials of the neighbours go on under light load: the eviction
-	 * rule asks their scores' consent. */
-	a->trying = a->side_by_side && !a->ramping;
-	if (ad_eviction_cut(a, &f, light, now))
-		return;
-	if (light) {
+	double s = ad_interval_score(a, f);
+	unsigned k = ad_keep_score(a, s);
+	unsigned ks = k - 1, kl = k + 1;
+	int has_s = smaller_k(a, k, 1) != 0, has_l = larger_k(a, k, 1) != 0;
+	int ms = has_s && a->scored[ks], ml = has_l && a->scored[kl];
+	unsigned go = k;
+	const char *rule = NULL;
+	if (ml && a->score[kl] < s && (!ms || a->score[kl] <= a->score[ks])) {
+		go = kl;
+		rule = "larger scored lower";
+	} else if (ms && a->score[ks] < s) {
+		go = ks;
+		rule = "smaller scored lower";
+	} else if (has_l && !ml && (!ms || a->score[ks] >= s)) {
+		go = kl;
+		rule = "trying larger (unmeasured)";
+	} else if (has_s && !ms && (!ml || a->score[kl] >= s)) {
+		go = ks;
+		rule = "trying smaller (unmeasured)";
+	}
+	char cs[32], ss[32], ls[32], why[224];
+	ad_fmt_score(a, k, cs, sizeof cs);
+	ad_fmt_score(a, ks, ss, sizeof ss);
+	ad_fmt_score(a, kl, ls, sizeof ls);
+	if (go == k) {
+		/* A minimum: deflate the stored scores of the two neighbours so
+		 * one is eventually retried.  Only those: deflating every stored
+		 * score lets a climb run along stale, deflated scores of sizes
+		 * further away (measured: the model in tests/test_sizing.c then
+		 * wanders from 4 to 8.5 MiB). */
+		if (ms)
+			a->score[ks] *= 1 - a->deflate;
+		if (ml)
+			a->score[kl] *= 1 - a->deflate;
+		snprintf(why, sizeof why, "minimum (score %s; smaller %s, larger %s): deflating their "
+		         "scores by %.0f%%", cs, ss, ls, a->deflate * 100);
+		char at[32];
+		rd_log("%s: size %s kept: %s", a->b.who, sz_fmt_size(a->target, at, sizeof at), why);
 		ad_set_target(a, a->target, now, why);
 		return;
 	}
-	if (a->settling) {
-		/* At start, streams that were already running show up with
-		 * their first (whole) window read and almost nothing consumed
-		 * yet: that interval's miss ratio says nothing.  Later, see
-		 * ad_settle(). */
-		char at[32];
-		a->settling = 0;
-		rd_log("%s: size %s kept: %s", a->b.who, sz_fmt_size(a->target, at, sizeof at),
-		       a->settle_why);
-		ad_set_target(a, a->target, now, a->settle_why);
+	snprintf(why, sizeof why, "%s: score %s here, %s smaller, %s larger (busy %.0f%%, "
+	         "miss ratio %.2f, %.2f disk ms/MiB)", rule, cs, ss, ls, f->busy * 100, f->miss_ratio,
+	         f->disk_ms_per_mib);
+	ad_set_target(a, k_size(a, go), now, why);
+}
+
+/* Move towards a new target, gradually (the ramp runs in tick). */
+void ad_set_target(struct adaptive *a, uint64_t target, uint64_t now, const char *why)
+{
+	char o[32], n[32];
+	if (target == a->target) {
+		snprintf(a->reason, sizeof a->reason, "%s", why);
 		return;
 	}
-	if (a->side_by_side)
-		side_by_side(a, len, now);
-	else
-		gradient(a, &f, now);
+	rd_log("%s: size %s -> %s: %s", a->b.who, sz_fmt_size(a->target, o, sizeof o),
+	       sz_fmt_size(target, n, sizeof n), why);
+	snprintf(a->reason, sizeof a->reason, "%s -> %s: %s", o, n, why);
+	if (target < a->target)
+		a->b.acct.cut_ns = now + a->ramp_ns;
+	a->from = a->cur;
+	a->target = target;
+	a->ramp_start_ns = now;
+	a->ramping = 1;
+	a->trying = 0;   /* everyone ramps together; the groups resume after */
+	a->reach = 1;
+	a->kept_in_row = 0;
+	a->share = a->trial;   /* a new size: the neighbours in full again */
+	a->changes++;
 }

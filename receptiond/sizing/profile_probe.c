@@ -44,7 +44,7 @@ uint64_t rnd(uint64_t *s)
 /* Read sequentially from pos for up to max_s seconds or max_bytes; the first
  * request pays the positioning and is not counted. */
 int seq_probe(double position, double max_s, uint64_t max_bytes, char *buf,
-                     struct seq_result *r)
+              struct seq_result *r)
 {
 	uint64_t pos = (uint64_t)(position * (double)(total_bytes - ALIGN));
 	pos &= ~(uint64_t)(ALIGN - 1);
@@ -90,7 +90,7 @@ static int cmp_dbl(const void *a, const void *b)
 /* Small reads at independent random positions: each one pays a full
  * switch (seek + rotation) and a negligible transfer. */
 int switch_probe(unsigned max_reads, double max_s, uint64_t *seed, char *buf,
-                        double *mean, double *median, unsigned *count)
+                 double *mean, double *median, unsigned *count)
 {
 	double *t = calloc(max_reads, sizeof *t);
 	if (!t)

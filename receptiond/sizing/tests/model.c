@@ -156,7 +156,7 @@ unsigned model_sizes_scored;
 /* The mean window over the second half of the run; the number of size
  * changes in *changes. */
 double adaptive_run(const char *args, const struct model *m, unsigned seconds,
-                           uint64_t *changes)
+                    uint64_t *changes)
 {
 	struct rd_device_info d = dev_info(args);
 	struct rd_policy p = { .ops = &rd_policy_adaptive, .dev = &d, .concurrency = 1 };

@@ -84,7 +84,7 @@ void test_scale(void)
 }
 
 struct rd_completion completion(ino_t ino, uint64_t off, uint64_t len, uint64_t win,
-                                       uint64_t read, uint64_t service, uint64_t now)
+                                uint64_t read, uint64_t service, uint64_t now)
 {
 	struct rd_completion c;
 	memset(&c, 0, sizeof c);

@@ -32,6 +32,7 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: receptiond [--socket PATH] [--foreground] [--prefetch SIZE]\n"
 	        "                  [--policy [DEVICE=]NAME[:ARGS]]... [--queue-depth N]\n"
+	        "                  [--order position|fifo] [--deadline MS] [--inflight N]\n"
 	        "                  [--idle-timeout SEC] [--log FILE] [--pidfile FILE] [--version]\n");
 }
 
@@ -66,6 +67,9 @@ static int parse_options(int argc, char **argv)
 		{ "policy", required_argument, 0, 'P' },
 		{ "queue-depth", required_argument, 0, 'q' },
 		{ "idle-timeout", required_argument, 0, 'i' },
+		{ "order", required_argument, 0, 'o' },
+		{ "deadline", required_argument, 0, 'D' },
+		{ "inflight", required_argument, 0, 'n' },
 		{ "log", required_argument, 0, 'l' },
 		{ "pidfile", required_argument, 0, 'd' },
 		{ "version", no_argument, 0, 'V' },
@@ -97,6 +101,21 @@ static int parse_options(int argc, char **argv)
 		case 'i':
 			if (parse_uint(optarg, &rd_cfg.idle_timeout, 1u << 30))
 				return bad("--idle-timeout \"%s\": expected seconds", optarg);
+			break;
+		case 'o':
+			if (rd_order_mode_parse(optarg, &rd_cfg.order))
+				return bad("--order \"%s\": expected position or fifo", optarg);
+			break;
+		case 'D': {
+			unsigned ms;
+			if (parse_uint(optarg, &ms, 3600u * 1000u))
+				return bad("--deadline \"%s\": expected milliseconds (0: no age bound)", optarg);
+			rd_cfg.deadline_ns = (uint64_t)ms * 1000000u;
+			break;
+		}
+		case 'n':
+			if (parse_uint(optarg, &rd_cfg.inflight, 64) || !rd_cfg.inflight)
+				return bad("--inflight \"%s\": expected a number from 1 to 64", optarg);
 			break;
 		case 'l': rd_cfg.log_path = optarg; break;
 		case 'd': rd_cfg.pidfile = optarg; break;

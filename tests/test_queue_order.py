@@ -1,0 +1,252 @@
+"""receptiond's queue order on real file systems (docs/receptiond.md
+"Queue order").
+
+- Placement: on an ext4 file system 1 MiB into the image of a loop device
+  on the local disk, the daemon's idea of where a window lies (the head
+  position it reports after reading it) is filefrag's physical offset plus
+  that 1 MiB.
+- Order: on ext4 over a loop device over a file hddsim serves, eight misses
+  sent in scattered offset order are read (per hddsim's trace) in disk
+  position order; --order fifo keeps the sent order.
+- Users in turn: a flood of 64 MiB windows from one user is cut after a
+  share when another user's miss arrives, which goes next.
+"""
+import contextlib
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fixtures_daemon import RECEPTIOND, make_cold_file
+from libception import daemon as lcd
+
+MiB = 1 << 20
+WINDOW = 64 << 10
+SENT = (1, 16, 4, 11, 8, 20, 6, 13)   # MiB into the file, in the order sent
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices and mounts need root")
+
+
+def run(*cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@contextlib.contextmanager
+def loop_device(image, *flags):
+    dev = run("losetup", "--find", "--show", *flags, str(image))
+    try:
+        yield dev
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+
+
+@contextlib.contextmanager
+def mounted(dev, where, *opts):
+    where.mkdir(exist_ok=True)
+    run("mount", *(["-o", ",".join(opts)] if opts else []), dev, str(where))
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=False)
+
+
+def extents(path):
+    """filefrag -v's extents of path: (logical, physical, length) in bytes."""
+    out = run("filefrag", "-v", str(path))
+    block = int(re.search(r"blocks of (\d+) bytes", out).group(1))
+    rows = re.findall(r"^\s*\d+:\s+(\d+)\.\.\s*(\d+):\s+(\d+)\.\.\s*\d+:\s+(\d+):", out, re.M)
+    return [(int(lo) * block, int(ph) * block, int(n) * block) for lo, _, ph, n in rows]
+
+
+def physical(path, offset):
+    for lo, ph, n in extents(path):
+        if lo <= offset < lo + n:
+            return ph + (offset - lo)
+    raise AssertionError(f"{path}: offset {offset} in no extent")
+
+
+def device_stats(d, name):
+    devs = [x for x in d.stats()["devices"] if x["name"] == name]
+    assert devs, f"no device {name} in {[x['name'] for x in d.stats()['devices']]}"
+    return devs[0]
+
+
+def test_placement_on_ext4_at_an_offset(tmp_path, make_daemon):
+    """The file system starts 1 MiB into the loop device's backing file (as
+    in a partition; this kernel reads no partition tables): the daemon's
+    disk offsets are the backing file's, as hddsim's would be."""
+    image = tmp_path / "disk.img"
+    with open(image, "wb") as f:
+        f.truncate(96 * MiB)
+    with loop_device(image, "--offset", str(MiB)) as disk:
+        run("mkfs.ext4", "-q", "-F", "-b", "4096", "-O", "^has_journal", disk)
+        with mounted(disk, tmp_path / "mnt") as mnt:
+            files = [make_cold_file(str(mnt / f"f{i}"), 12 * MiB, seed=i) for i in range(2)]
+            position = make_daemon()
+            fifo = make_daemon(["--order", "fifo"])
+            name = os.path.basename(disk)
+            with lcd.connect(position.path) as s:
+                for n, (path, off) in enumerate([(files[0], 3 * MiB), (files[1], 0),
+                                                 (files[0], 9 * MiB + 4096)]):
+                    with open(path, "rb") as f:
+                        r = lcd.ensure(s, f.fileno(), off, WINDOW, req_id=n + 1,
+                                       flags=lcd.F_NO_PREFETCH)
+                    assert r["status_name"] == "ok" and r["bytes_read"] > 0
+                    order = device_stats(position, name)["order"]
+                    assert order["placed_reads"] == n + 1
+                    # the head ends where the window ends on the disk
+                    assert order["head"] == MiB + physical(path, off) + WINDOW
+            with lcd.connect(fifo.path) as s, open(files[1], "rb") as f:
+                r = lcd.ensure(s, f.fileno(), 6 * MiB, WINDOW, flags=lcd.F_NO_PREFETCH)
+                assert r["status_name"] == "ok" and r["bytes_read"] > 0
+            order = device_stats(fifo, name)["order"]
+            assert order["mode"] == "fifo" and order["head"] == -1
+            assert order["placed_reads"] == 0 and order["picks"]["fifo"] == 1
+
+
+def trace_rows(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            t, pos, length = line.split()[:3]
+            rows.append((float(t), int(pos), int(length)))
+    return rows
+
+
+@pytest.fixture
+def ext4_on_hddsim(tmp_path, hddsim_mount):
+    """An ext4 image (one 24 MiB file, "big") served by hddsim, read through
+    a read-only direct-I/O loop device: hddsim's trace positions are the
+    image's offsets, so FIEMAP's physical offsets."""
+    src, lib = tmp_path / "src", tmp_path / "lib"
+    src.mkdir()
+    lib.mkdir()
+    with open(src / "big", "wb") as f:
+        f.write(os.urandom(24 * MiB))
+    with open(lib / "disk.img", "wb") as f:
+        f.truncate(64 * MiB)
+    run("mkfs.ext4", "-q", "-F", "-b", "4096", "-O", "^has_journal", "-d", str(src),
+        str(lib / "disk.img"))
+    trace = tmp_path / "trace"
+    m = hddsim_mount(lib, name="hd", trace=trace, readahead=0, meta_group=0)
+    with loop_device(os.path.join(m.path, "disk.img"), "--read-only", "--direct-io=on") as dev, \
+            mounted(dev, tmp_path / "mnt", "ro", "noload") as mnt:
+        yield m, mnt / "big", trace, os.path.basename(dev)
+
+
+@pytest.mark.parametrize("mode", ["position", "fifo"])
+def test_trace_shows_position_order(ext4_on_hddsim, make_daemon, mode):
+    m, big, trace, name = ext4_on_hddsim
+    d = make_daemon(["--order", mode])
+    phys = {mib: physical(big, mib * MiB) for mib in SENT}
+    with lcd.connect(d.path) as s, open(big, "rb") as f:
+        for i, mib in enumerate(SENT):
+            lcd.send_msg(s, lcd.pack_ensure(mib * MiB, WINDOW, i + 1, flags=lcd.F_NO_PREFETCH),
+                         [f.fileno()])
+        replies = [lcd.recv_ensure_reply(s) for _ in SENT]
+    assert all(r["status_name"] == "ok" for r in replies), replies
+    st = device_stats(d, name)["order"]
+    m.unmount()   # flushes the trace (the loop device's reads are done)
+
+    served = []
+    for _, pos, length in trace_rows(trace):
+        for mib, p in phys.items():
+            if p <= pos < p + WINDOW and mib not in served:
+                served.append(mib)
+    assert sorted(served) == sorted(SENT), f"trace lacks some windows: {served}"
+    if mode == "fifo":
+        assert served == list(SENT)
+        assert st["placed_reads"] == 0 and st["picks"]["fifo"] == len(SENT)
+        return
+    # The first may be taken before the rest arrive; from there one sweep
+    # up the disk, then from the lowest.
+    first = served[0]
+    assert first in (SENT[0], min(SENT, key=phys.get))
+    head = phys[first] + WINDOW
+    rest = sorted((x for x in SENT if x != first), key=phys.get)
+    expected = [first] + [x for x in rest if phys[x] >= head] + [x for x in rest if phys[x] < head]
+    assert served == expected, f"served {served}, positions {phys}"
+    assert st["placed_reads"] == len(SENT)
+    assert st["picks"]["sweep"] == len(SENT)
+    assert st["wait_demand_us"]["count"] == len(SENT)
+
+
+def test_fuse_places_nothing(hddsim_mount, small_library, make_daemon):
+    """FUSE has no FIEMAP: its windows keep arrival order and the daemon
+    never asks (placement.c checks for a block device first)."""
+    m = hddsim_mount(small_library)
+    path = next(os.path.join(top, n) for top, _, names in os.walk(m.path) for n in names
+                if ".hddsim" not in top)
+    d = make_daemon()
+    with lcd.connect(d.path) as s, open(path, "rb") as f:
+        assert lcd.ensure(s, f.fileno(), 0, WINDOW)["status_name"] == "ok"
+    dev = next(x for x in d.stats()["devices"] if x["name"].startswith("fuse"))
+    assert dev["order"]["placed_reads"] == 0 and dev["order"]["head"] == -1
+    assert dev["order"]["picks"]["fifo"] == 1
+
+
+FLOOD = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, sys.argv[1])
+    from libception import daemon as lcd
+    path, sock_path, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
+    socks = [lcd.connect(sock_path, timeout=120) for _ in range(n)]
+    with open(path, "rb") as f:
+        for i, s in enumerate(socks):
+            lcd.send_msg(s, lcd.pack_ensure(i * (64 << 20), 64 << 20, 1), [f.fileno()])
+    print("sent", flush=True)
+    for s in socks:
+        assert lcd.recv_ensure_reply(s)["status_name"] == "ok"
+""")
+
+
+def access_all():
+    """Let every local user in, where the daemon restricts who may connect."""
+    helptext = subprocess.run([RECEPTIOND, "--help"], capture_output=True, text=True).stdout
+    return ["--access", "all"] if "--access" in helptext else []
+
+
+def test_users_take_turns(tmp_path, hddsim_mount, make_daemon):
+    """Another user's flood of 64 MiB windows (4 of them) is cut after a
+    share: root's miss is read after a few MiB of the flood, not 256."""
+    src = tmp_path / "files"
+    src.mkdir()
+    for name, size in (("flood", 256 * MiB), ("own", 4 * MiB)):
+        with open(src / name, "wb") as f:
+            f.truncate(size)
+    trace = tmp_path / "trace"
+    m = hddsim_mount(src, name="hd", trace=trace, readahead=0, meta_group=0)
+    d = make_daemon(access_all())
+    os.chmod(d.path, 0o777)
+    harness = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness")
+    flood = subprocess.Popen(["/usr/bin/python3", "-c", FLOOD, harness, os.path.join(m.path, "flood"),
+                              d.path, "4"], user=65534, stdout=subprocess.PIPE, text=True)
+    try:
+        assert flood.stdout.readline().strip() == "sent"
+        with lcd.connect(d.path) as s, open(os.path.join(m.path, "own"), "rb") as f:
+            r = lcd.ensure(s, f.fileno(), 0, WINDOW, flags=lcd.F_NO_PREFETCH)
+        assert r["status_name"] == "ok"
+        assert flood.wait(120) == 0
+    finally:
+        if flood.poll() is None:
+            flood.kill()
+            flood.wait()
+    st = device_stats(d, next(x["name"] for x in d.stats()["devices"] if x["name"].startswith("fuse")))
+    m.unmount()
+    # hddsim lays "flood" out first, then "own": positions tell them apart
+    rows = trace_rows(trace)
+    own_at = min(i for i, (_, pos, _) in enumerate(rows) if pos >= 256 * MiB)
+    flood_before = sum(n for _, pos, n in rows[:own_at] if pos < 256 * MiB)
+    flood_total = sum(n for _, pos, n in rows if pos < 256 * MiB)
+    assert flood_total >= 256 * MiB
+    # FIFO would read all 256 MiB first; in turn, root waits for the share
+    # in flight when it asked (the flood's first window was cut)
+    assert flood_before < 64 * MiB, (flood_before, st)
+    assert st["order"]["cuts"] >= 1 and st["order"]["user_turns"] >= 1

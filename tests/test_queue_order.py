@@ -22,6 +22,7 @@ import textwrap
 
 import pytest
 
+from conftest import BIN
 from fixtures_daemon import RECEPTIOND, make_cold_file
 from libception import daemon as lcd
 
@@ -101,6 +102,10 @@ def test_placement_on_ext4_at_an_offset(tmp_path, make_daemon):
                     assert order["placed_reads"] == n + 1
                     # the head ends where the window ends on the disk
                     assert order["head"] == MiB + physical(path, off) + WINDOW
+            # `libception stats` shows the order's picks: three by the sweep
+            text = run(os.path.join(BIN, "libception"), "stats", "--socket", position.path)
+            assert "demand wait p50/p90/p99/max" in text
+            assert re.search(rf"^{name}\s+position\s+0/3/0\s", text, re.M), text
             with lcd.connect(fifo.path) as s, open(files[1], "rb") as f:
                 r = lcd.ensure(s, f.fileno(), 6 * MiB, WINDOW, flags=lcd.F_NO_PREFETCH)
                 assert r["status_name"] == "ok" and r["bytes_read"] > 0

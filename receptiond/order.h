@@ -19,11 +19,12 @@
  *             disk are served alike).
  *   fifo      requests whose position is unknown (FUSE, no FIEMAP) keep
  *             arrival order among themselves; between them and the placed
- *             ones the older goes first.  --order fifo makes every
- *             position unknown: today's order.
+ *             ones the older goes first.  --order fifo treats every
+ *             position as unknown: today's order (the worker still asks,
+ *             so the head's travel can be compared).
  *
  * Why: at a video server's answer the disk spends half its busy time
- * positioning (docs/receptiond.md "Queue order").
+ * positioning (docs/receptiond.md QUEUE ORDER).
  */
 #ifndef RD_ORDER_H
 #define RD_ORDER_H

@@ -156,8 +156,7 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 		.lo = lo, .hi = hi, .client_size = m->prefetch, .no_prefetch = no_prefetch,
 		.pid = c->pid, .uid = c->uid, .call = m->call, .arrival_ns = now,
 		.demand_ns = silent ? 0 : now, .pos = RD_POS_UNKNOWN,
-		.place = d->info.block && d->q.order.mode == RD_ORDER_POSITION ? RD_PLACE_TODO
-		                                                             : RD_PLACE_DONE,
+		.place = d->info.block ? RD_PLACE_TODO : RD_PLACE_DONE,
 		.waiters = w, .nwaiters = 1, .demand = !silent,
 	};
 	rd_conn_get(c);

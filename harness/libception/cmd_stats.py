@@ -5,7 +5,7 @@ found themselves and reported), bytes the programs asked for and the
 daemon read, queue length now/max, queue wait and read time percentiles,
 the fraction of time a read was running; the queue order's picks by rule,
 queue waits split by demand and look-ahead, deadline misses and the head's
-travel (docs/receptiond.md "Queue order").  Per call (from the libraries'
+travel (docs/receptiond.md QUEUE ORDER).  Per call (from the libraries'
 reports): counts, hits and latency percentiles.  --json prints the
 daemon's own JSON.
 """

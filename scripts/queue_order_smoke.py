@@ -169,7 +169,8 @@ def main():
             w = o["wait_demand_us"]
             travel = (f"{o['head_travel_bytes'] / o['placed_reads'] / (1 << 30):.2f}G"
                       if o["placed_reads"] else "-")
-            print(f"{r['label']:<20} {r['elapsed']:>6.1f} {n:>5} {pos / args.requests / 1e3:>11.2f} "
+            pos_ms = pos / args.requests / 1e3
+            print(f"{r['label']:<20} {r['elapsed']:>6.1f} {n:>5} {pos_ms:>11.2f} "
                   f"{xfer / (pos + xfer) if pos + xfer else 0:>10.2f} {travel:>11} "
                   f"{w['p50'] / 1e3:>8.0f}/{w['p99'] / 1e3:.0f}/{w['max'] / 1e3:.0f}".ljust(99)
                   + f" {o['deadline_misses']:>6} {r['load'][0]:>4.1f}-{r['load'][1]:.1f}"

@@ -14,11 +14,9 @@ QUEUE ORDER).
 import contextlib
 import os
 import re
-import socket
-import struct
 import subprocess
-import sys
 import textwrap
+import time
 
 import pytest
 
@@ -186,16 +184,26 @@ def test_trace_shows_position_order(ext4_on_hddsim, make_daemon, mode):
 
 def test_fuse_places_nothing(hddsim_mount, small_library, make_daemon):
     """FUSE has no FIEMAP: its windows keep arrival order and the daemon
-    never asks (placement.c checks for a block device first)."""
+    never asks (placement.c checks for a block device first).  Queue
+    waits are split by whether a program waits (a look-ahead does not)."""
     m = hddsim_mount(small_library)
     path = next(os.path.join(top, n) for top, _, names in os.walk(m.path) for n in names
                 if ".hddsim" not in top)
     d = make_daemon()
     with lcd.connect(d.path) as s, open(path, "rb") as f:
-        assert lcd.ensure(s, f.fileno(), 0, WINDOW)["status_name"] == "ok"
-    dev = next(x for x in d.stats()["devices"] if x["name"].startswith("fuse"))
-    assert dev["order"]["placed_reads"] == 0 and dev["order"]["head"] == -1
-    assert dev["order"]["picks"]["fifo"] == 1
+        ahead = lcd.pack_ensure(4 * WINDOW, WINDOW, 1, flags=lcd.F_LOOKAHEAD | lcd.F_NO_PREFETCH)
+        lcd.send_msg(s, ahead, [f.fileno()])
+        assert lcd.ensure(s, f.fileno(), 0, WINDOW, req_id=2,
+                          flags=lcd.F_NO_PREFETCH)["status_name"] == "ok"
+    deadline = time.monotonic() + 30
+    while True:
+        dev = next(x for x in d.stats()["devices"] if x["name"].startswith("fuse"))
+        if dev["reads"] == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    o = dev["order"]
+    assert o["placed_reads"] == 0 and o["head"] == -1 and o["picks"]["fifo"] == 2
+    assert o["wait_demand_us"]["count"] == 1 and o["wait_lookahead_us"]["count"] == 1
 
 
 FLOOD = textwrap.dedent("""
@@ -232,8 +240,10 @@ def test_users_take_turns(tmp_path, hddsim_mount, make_daemon):
     d = make_daemon(access_all())
     os.chmod(d.path, 0o777)
     harness = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness")
-    flood = subprocess.Popen(["/usr/bin/python3", "-c", FLOOD, harness, os.path.join(m.path, "flood"),
-                              d.path, "4"], user=65534, stdout=subprocess.PIPE, text=True)
+    # the system's python: nobody may not enter the test's interpreter's tree
+    flood = subprocess.Popen(["/usr/bin/python3", "-c", FLOOD, harness,
+                              os.path.join(m.path, "flood"), d.path, "4"],
+                             user=65534, stdout=subprocess.PIPE, text=True)
     try:
         assert flood.stdout.readline().strip() == "sent"
         with lcd.connect(d.path) as s, open(os.path.join(m.path, "own"), "rb") as f:
@@ -244,7 +254,7 @@ def test_users_take_turns(tmp_path, hddsim_mount, make_daemon):
         if flood.poll() is None:
             flood.kill()
             flood.wait()
-    st = device_stats(d, next(x["name"] for x in d.stats()["devices"] if x["name"].startswith("fuse")))
+    st = next(x for x in d.stats()["devices"] if x["name"].startswith("fuse"))
     m.unmount()
     # hddsim lays "flood" out first, then "own": positions tell them apart
     rows = trace_rows(trace)

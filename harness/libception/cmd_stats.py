@@ -86,7 +86,8 @@ def render_order(devices):
     for d in rows:
         o = d["order"]
         p, wd, wl = o["picks"], o["wait_demand_us"], o["wait_lookahead_us"]
-        travel = human_bytes(o["head_travel_bytes"] / o["placed_reads"]) if o["placed_reads"] else "-"
+        placed = o["placed_reads"]
+        travel = human_bytes(o["head_travel_bytes"] / placed) if placed else "-"
         out.append(f"{d['name']:<14} {o['mode']:<8} "
                    f"{'/'.join(str(p[k]) for k in ('deadline', 'sweep', 'fifo')):>25} "
                    f"{o['user_turns']:>6} {o['cuts']:>5} {o['deadline_misses']:>6} "

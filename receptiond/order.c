@@ -22,18 +22,21 @@ const char *rd_order_rule_name(enum rd_pick_rule r)
 	return r < RD_PICK_RULES ? names[r] : "?";
 }
 
-/* Index of the oldest demand request if one is due, else n.  Request i is
- * due when its age plus the reads of the demand queued before it and its
- * own would pass the deadline: serving the oldest first (EDF; every
- * request has the same deadline) is then what keeps the most in time. */
-static size_t due(const struct rd_order *o, const struct rd_order_cand *c, size_t n, uint64_t now)
+/* Index of uid's oldest demand request if one of them is due, else n.
+ * Request i is due when its age plus the reads of uid's demand queued
+ * before it and its own would pass the deadline: serving the oldest
+ * first (EDF; every request has the same deadline) is then what keeps
+ * the most in time.  Per user, after the users rule: another user's
+ * backlog, however old, never jumps the turns. */
+static size_t due(const struct rd_order *o, const struct rd_order_cand *c, size_t n, uid_t uid,
+                  uint64_t now)
 {
 	if (!o->deadline_ns)
 		return n;
 	size_t oldest = n, ahead = 0;
 	int any_due = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (!c[i].demand)
+		if (!c[i].demand || c[i].uid != uid)
 			continue;
 		if (oldest == n || c[i].since_ns < c[oldest].since_ns)
 			oldest = i;
@@ -80,14 +83,15 @@ static uid_t next_user(const struct rd_order *o, const struct rd_order_cand *c, 
 struct rd_pick rd_order_pick(const struct rd_order *o, const struct rd_order_cand *c, size_t n,
                              uint64_t now)
 {
-	struct rd_pick p = { .index = due(o, c, n, now), .rule = RD_PICK_DEADLINE };
-	if (p.index < n)
-		return p;
-
+	struct rd_pick p = { .index = n };
 	int demand = 0;
 	for (size_t i = 0; i < n && !demand; i++)
 		demand = c[i].demand != 0;
 	uid_t uid = next_user(o, c, n, demand, &p.turn);
+	if (demand && (p.index = due(o, c, n, uid, now)) < n) {
+		p.rule = RD_PICK_DEADLINE;
+		return p;
+	}
 
 	/* Within the user's class: the oldest unplaced request, and the
 	 * sweep's next placed one (plus the oldest placed, to compare ages). */

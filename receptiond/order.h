@@ -5,14 +5,16 @@
  * gets back the index of the one to serve and the rule that chose it.
  * The rules, first that applies:
  *
- *   deadline  a demand request (one a program is blocked on) would wait
- *             past the deadline if the due ones ahead of it were served
- *             first: serve the oldest demand (earliest deadline first).
- *   class     demand before look-ahead: look-aheads (nobody waits) go only
- *             when no demand is queued.
+ *   class     demand (a request a program is blocked on) before
+ *             look-ahead: look-aheads (nobody waits) go only when no
+ *             demand is queued.
  *   users     users in turn: among the class, the next uid after the one
  *             served last, so one user's flood costs another user at most
  *             one window (and the worker cuts long windows, see worker.c).
+ *   deadline  one of that user's demand requests would wait past the
+ *             deadline if the user's requests queued before it were
+ *             served first: serve the user's oldest (earliest deadline
+ *             first).  Nothing starves under a flood of near requests.
  *   sweep     among that user's requests with a known disk position, an
  *             elevator sweep: the lowest position at or past the head,
  *             wrapping to the lowest (one direction, so both edges of the

@@ -141,6 +141,17 @@ static void test_users(void)
 	CHECK(serve(&s, &p) == 101);             /* wrapping to the lowest uid above... */
 	CHECK(serve(&s, &p) == 201);
 	CHECK(serve(&s, &p) == 102 && !p.turn);  /* one user left */
+	/* a user's backlog past the deadline is served oldest first, but in
+	 * its turns: it never makes another user's new miss wait behind it */
+	struct sim b = { .o = { .mode = RD_ORDER_POSITION, .deadline_ns = 2000 * MS,
+	                        .service_ns = 30 * MS } };
+	for (int i = 0; i < 50; i++)
+		add(&b, 100 + i, (uint64_t)(50 - i) * MiB, 1000, 1);
+	b.now = 5000 * MS;
+	add(&b, 200, 999 * MiB, 33, 1);
+	CHECK(serve(&b, &p) == 100 && p.rule == RD_PICK_DEADLINE);
+	CHECK(serve(&b, &p) == 200);
+	CHECK(serve(&b, &p) == 101 && p.rule == RD_PICK_DEADLINE);
 	/* look-aheads take turns among themselves, after all demand */
 	struct sim l = { .o = { .mode = RD_ORDER_FIFO } };
 	add(&l, 1, 0, 5, 0);

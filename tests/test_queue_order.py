@@ -5,9 +5,10 @@ QUEUE ORDER).
   on the local disk, the daemon's idea of where a window lies (the head
   position it reports after reading it) is filefrag's physical offset plus
   that 1 MiB.
-- Order: on ext4 over a loop device over a file hddsim serves, eight misses
-  sent in scattered offset order are read (per hddsim's trace) in disk
-  position order; --order fifo keeps the sent order.
+- Order: on ext4 over a loop device over a file hddsim serves (a file of a
+  directory, or hddsim's disk mode), eight misses sent in scattered offset
+  order are read (per hddsim's trace) in disk position order; --order fifo
+  keeps the sent order.
 - Users in turn: a flood of 64 MiB windows from one user is cut after a
   share when another user's miss arrives, which goes next.
 """
@@ -23,6 +24,7 @@ import pytest
 from conftest import BIN
 from fixtures_daemon import RECEPTIOND, make_cold_file
 from libception import daemon as lcd
+from libception import hddsim
 
 MiB = 1 << 20
 WINDOW = 64 << 10
@@ -124,30 +126,72 @@ def trace_rows(path):
     return rows
 
 
-@pytest.fixture
-def ext4_on_hddsim(tmp_path, hddsim_mount):
+def hddsim_has_disk_mode():
+    out = subprocess.run([hddsim.binary(), "--help"], capture_output=True, text=True)
+    return "--disk" in out.stdout + out.stderr
+
+
+@contextlib.contextmanager
+def hddsim_disk(image, where, trace):
+    """hddsim's disk mode over image with an empty extent map: MOUNT/disk
+    is the image, byte for byte (docs/hddsim.md "Disk mode")."""
+    dmap = f"{image}.map"
+    with open(dmap, "w") as f:
+        f.write(f"lcdm 1\ndisk {os.path.getsize(image)}\n")
+    where.mkdir()
+    proc = subprocess.Popen([hddsim.binary(), str(where), "--disk", str(image), "--disk-map", dmap,
+                             "--trace", str(trace), "--readahead", "0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while not os.path.exists(where / "disk"):
+            assert proc.poll() is None and time.monotonic() < deadline, "hddsim --disk did not mount"
+            time.sleep(0.02)
+        yield where / "disk"
+    finally:
+        subprocess.run(["fusermount3", "-u", str(where)], check=False, stderr=subprocess.DEVNULL)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(params=["directory", "disk"])
+def ext4_on_hddsim(request, tmp_path, hddsim_mount):
     """An ext4 image (one 24 MiB file, "big") served by hddsim, read through
     a read-only direct-I/O loop device: hddsim's trace positions are the
-    image's offsets, so FIEMAP's physical offsets."""
+    image's offsets, so FIEMAP's physical offsets.  hddsim serves it as a
+    file of a directory (the image is the first file: platter offset 0) or
+    in disk mode; yields (stop, big, trace, device name), stop() tearing
+    the stack down in order (it flushes the trace)."""
+    if request.param == "disk" and not hddsim_has_disk_mode():
+        pytest.skip("this hddsim has no --disk (branch hddsim-disk); directory mode covers it")
     src, lib = tmp_path / "src", tmp_path / "lib"
     src.mkdir()
     lib.mkdir()
     with open(src / "big", "wb") as f:
         f.write(os.urandom(24 * MiB))
-    with open(lib / "disk.img", "wb") as f:
+    image = lib / "disk.img"
+    with open(image, "wb") as f:
         f.truncate(64 * MiB)
-    run("mkfs.ext4", "-q", "-F", "-b", "4096", "-O", "^has_journal", "-d", str(src),
-        str(lib / "disk.img"))
+    run("mkfs.ext4", "-q", "-F", "-b", "4096", "-O", "^has_journal", "-d", str(src), str(image))
     trace = tmp_path / "trace"
-    m = hddsim_mount(lib, name="hd", trace=trace, readahead=0, meta_group=0)
-    with loop_device(os.path.join(m.path, "disk.img"), "--read-only", "--direct-io=on") as dev, \
-            mounted(dev, tmp_path / "mnt", "ro", "noload") as mnt:
-        yield m, mnt / "big", trace, os.path.basename(dev)
+    with contextlib.ExitStack() as stack:
+        if request.param == "disk":
+            served = stack.enter_context(hddsim_disk(image, tmp_path / "hd", trace))
+        else:
+            m = hddsim_mount(lib, name="hd", trace=trace, readahead=0, meta_group=0)
+            stack.callback(m.unmount)
+            served = os.path.join(m.path, "disk.img")
+        dev = stack.enter_context(loop_device(served, "--read-only", "--direct-io=on"))
+        mnt = stack.enter_context(mounted(dev, tmp_path / "mnt", "ro", "noload"))
+        yield stack.close, mnt / "big", trace, os.path.basename(dev)
 
 
 @pytest.mark.parametrize("mode", ["position", "fifo"])
 def test_trace_shows_position_order(ext4_on_hddsim, make_daemon, mode):
-    m, big, trace, name = ext4_on_hddsim
+    stop, big, trace, name = ext4_on_hddsim
     d = make_daemon(["--order", mode])
     phys = {mib: physical(big, mib * MiB) for mib in SENT}
     with lcd.connect(d.path) as s, open(big, "rb") as f:
@@ -157,7 +201,7 @@ def test_trace_shows_position_order(ext4_on_hddsim, make_daemon, mode):
         replies = [lcd.recv_ensure_reply(s) for _ in SENT]
     assert all(r["status_name"] == "ok" for r in replies), replies
     st = device_stats(d, name)["order"]
-    m.unmount()   # flushes the trace (the loop device's reads are done)
+    stop()   # ext4, loop device, hddsim: flushes the trace
 
     served = []
     for _, pos, length in trace_rows(trace):

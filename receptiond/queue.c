@@ -9,17 +9,20 @@ static int overlaps(uint64_t a_lo, uint64_t a_hi, uint64_t b_lo, uint64_t b_hi)
 	return a_lo < b_hi && b_lo < a_hi;
 }
 
-/* [lo, hi) touches [r->lo, r->hi) end to start and the union fits in cap. */
-static int adjacent(const struct rd_req *r, uint64_t lo, uint64_t hi, uint64_t cap)
+/* [lo, hi) touches [r->lo, r->hi) end to start, both are of one class
+ * (a demand read must not wait for look-ahead bytes it did not ask for,
+ * nor a look-ahead become a demand read by adjacency), and the union fits
+ * in cap. */
+static int adjacent(const struct rd_req *r, uint64_t lo, uint64_t hi, int demand, uint64_t cap)
 {
-	if (hi != r->lo && lo != r->hi)
+	if ((hi != r->lo && lo != r->hi) || demand != (r->demand != 0))
 		return 0;
 	uint64_t ulo = lo < r->lo ? lo : r->lo, uhi = hi > r->hi ? hi : r->hi;
 	return uhi - ulo <= cap;
 }
 
 struct rd_req *rd_queue_find_join(struct rd_queue *q, dev_t dev, ino_t ino,
-                                  uint64_t offset, uint64_t length, uint64_t cap)
+                                  uint64_t offset, uint64_t length, int demand, uint64_t cap)
 {
 	uint64_t lo = offset, hi = offset + length;
 	/* In flight: only if the window being read already covers the range,
@@ -30,7 +33,7 @@ struct rd_req *rd_queue_find_join(struct rd_queue *q, dev_t dev, ino_t ino,
 	for (struct rd_req *r = q->head; r; r = r->next)
 		if (r->dev == dev && r->ino == ino &&
 		    (overlaps(lo, hi, r->lo, r->hi) || (lo >= r->lo && hi <= r->hi) ||
-		     adjacent(r, lo, hi, cap)))
+		     adjacent(r, lo, hi, demand, cap)))
 			return r;
 	return NULL;
 }

@@ -8,8 +8,9 @@
  * Either way the device reads the bytes once and answers every waiter.
  *
  * A range that starts where a queued request of the same file ends (or
- * ends where it starts) joins it too, up to a cap: one window, one
- * positioning, instead of two reads back to back.
+ * ends where it starts) joins it too if both are demand or both
+ * look-ahead, up to a cap: one window, one positioning, instead of two
+ * reads back to back.
  *
  * Order (order.h): a request someone waits for goes before one only
  * look-aheads (LC_F_LOOKAHEAD) asked for.  A program blocks on every miss,
@@ -78,9 +79,10 @@ struct rd_queue {
 };
 
 /* The request a new range of (dev, ino) should join, or NULL; an adjacent
- * range joins if the union stays within cap bytes. */
+ * range joins a request of its own class (demand: a program waits for it)
+ * if the union stays within cap bytes. */
 struct rd_req *rd_queue_find_join(struct rd_queue *q, dev_t dev, ino_t ino,
-                                  uint64_t offset, uint64_t length, uint64_t cap);
+                                  uint64_t offset, uint64_t length, int demand, uint64_t cap);
 /* Add a waiter to r (growing the range of a queued request). */
 void rd_req_join(struct rd_req *r, struct rd_waiter *w, uint64_t client_size, int no_prefetch);
 void rd_queue_push(struct rd_queue *q, struct rd_req *r);

@@ -135,7 +135,7 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	if (pending >= rd_cfg.conn_pending)
 		goto busy;
 	struct rd_req *r = rd_queue_find_join(&d->q, st->st_dev, st->st_ino, lo, hi - lo,
-	                                      rd_cfg.max_window);
+	                                      !silent, rd_cfg.max_window);
 	if (r) {
 		rd_conn_get(c);
 		__atomic_add_fetch(&c->pending, 1, __ATOMIC_RELAXED);

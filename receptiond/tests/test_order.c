@@ -242,11 +242,18 @@ static void test_queue_merge(void)
 	struct rd_req *a = req(10, 0, MiB), *b = req(11, MiB, 2 * MiB);
 	rd_queue_push(&q, a);
 	rd_queue_push(&q, b);
-	CHECK(rd_queue_find_join(&q, 1, 10, MiB, MiB, 64 * MiB) == a);      /* after a */
-	CHECK(rd_queue_find_join(&q, 1, 11, 0, MiB, 64 * MiB) == b);        /* before b */
-	CHECK(rd_queue_find_join(&q, 1, 10, 2 * MiB, MiB, 64 * MiB) == NULL); /* a gap */
-	CHECK(rd_queue_find_join(&q, 1, 10, MiB, MiB, MiB + MiB / 2) == NULL); /* past the cap */
-	CHECK(rd_queue_find_join(&q, 1, 12, MiB, MiB, 64 * MiB) == NULL);   /* another file */
+	a->demand = 1;
+	CHECK(rd_queue_find_join(&q, 1, 10, MiB, MiB, 1, 64 * MiB) == a);      /* after a */
+	CHECK(rd_queue_find_join(&q, 1, 11, 0, MiB, 0, 64 * MiB) == b);        /* before b */
+	CHECK(rd_queue_find_join(&q, 1, 10, 2 * MiB, MiB, 1, 64 * MiB) == NULL); /* a gap */
+	CHECK(rd_queue_find_join(&q, 1, 10, MiB, MiB, 1, MiB + MiB / 2) == NULL); /* past the cap */
+	CHECK(rd_queue_find_join(&q, 1, 12, MiB, MiB, 1, 64 * MiB) == NULL);   /* another file */
+	/* a demand read does not grow by a look-ahead's range, nor the other way */
+	CHECK(rd_queue_find_join(&q, 1, 10, MiB, MiB, 0, 64 * MiB) == NULL);
+	CHECK(rd_queue_find_join(&q, 1, 11, 0, MiB, 1, 64 * MiB) == NULL);
+	/* overlapping ranges join whatever their class (the bytes are read once) */
+	CHECK(rd_queue_find_join(&q, 1, 11, MiB, 4096, 1, 64 * MiB) == b);
+	a->demand = 0;
 	struct rd_waiter w = { .offset = MiB, .length = MiB, .arrival_ns = 7 };
 	rd_req_join(a, &w, 0, 0);
 	CHECK(a->lo == 0 && a->hi == 2 * MiB && a->demand == 1 && a->demand_ns == 7);

@@ -77,11 +77,11 @@ static void test_queue(void)
 	rd_queue_push(&q, b);
 	CHECK(q.len == 2);
 	/* same file, overlapping: joins; another file or a disjoint range: not */
-	CHECK(rd_queue_find_join(&q, 1, 10, 2048, 4096, 64 << 20) == a);
-	CHECK(rd_queue_find_join(&q, 1, 10, 1024, 1024, 64 << 20) == a);
-	CHECK(rd_queue_find_join(&q, 2, 10, 0, 4096, 64 << 20) == NULL);
-	CHECK(rd_queue_find_join(&q, 1, 10, 8192, 4096, 64 << 20) == NULL);
-	CHECK(rd_queue_find_join(&q, 1, 11, 100, 1, 64 << 20) == b);
+	CHECK(rd_queue_find_join(&q, 1, 10, 2048, 4096, 0, 64 << 20) == a);
+	CHECK(rd_queue_find_join(&q, 1, 10, 1024, 1024, 0, 64 << 20) == a);
+	CHECK(rd_queue_find_join(&q, 2, 10, 0, 4096, 0, 64 << 20) == NULL);
+	CHECK(rd_queue_find_join(&q, 1, 10, 8192, 4096, 0, 64 << 20) == NULL);
+	CHECK(rd_queue_find_join(&q, 1, 11, 100, 1, 0, 64 << 20) == b);
 	/* joining a queued request grows it to the union */
 	struct rd_waiter w1 = { .offset = 2048, .length = 4096 };
 	rd_req_join(a, &w1, 1 << 20, 0);
@@ -92,8 +92,8 @@ static void test_queue(void)
 	a->win_lo = 0;
 	a->win_hi = 2 << 20;
 	CHECK(q.len == 1 && q.nflying == 1);
-	CHECK(rd_queue_find_join(&q, 1, 10, 1 << 20, 4096, 64 << 20) == a);
-	CHECK(rd_queue_find_join(&q, 1, 10, (2 << 20) - 10, 4096, 64 << 20) == NULL);
+	CHECK(rd_queue_find_join(&q, 1, 10, 1 << 20, 4096, 0, 64 << 20) == a);
+	CHECK(rd_queue_find_join(&q, 1, 10, (2 << 20) - 10, 4096, 0, 64 << 20) == NULL);
 	struct rd_waiter w2 = { .offset = 1 << 20, .length = 4096 };
 	rd_req_join(a, &w2, 0, 0);
 	CHECK(a->lo == 0 && a->hi == 6144);   /* in flight: the range is fixed */

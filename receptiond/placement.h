@@ -10,7 +10,9 @@
  * those without FIEMAP give RD_POS_UNKNOWN without a call after the first.
  *
  * A stale entry (a file rewritten, an inode number reused) only misorders
- * reads, it never changes what is read.  FIEMAP may read extent blocks:
+ * reads, it never changes what is read; so does a device-mapper volume,
+ * whose offset on its disk is not read (volumes sharing a disk are
+ * ordered as if each started at 0).  FIEMAP may read extent blocks:
  * call it from a worker, never from the main thread.
  */
 #ifndef RD_PLACEMENT_H

@@ -310,3 +310,15 @@ def test_users_take_turns(tmp_path, hddsim_mount, make_daemon):
     # in flight when it asked (the flood's first window was cut)
     assert flood_before < 64 * MiB, (flood_before, st)
     assert st["order"]["cuts"] >= 1 and st["order"]["user_turns"] >= 1
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--order", "sptf"], '--order "sptf": expected position or fifo'),
+    (["--deadline", "soon"], '--deadline "soon": expected milliseconds'),
+    (["--inflight", "0"], '--inflight "0": expected a number from 1 to 64'),
+    (["--inflight", "65"], '--inflight "65": expected a number from 1 to 64'),
+])
+def test_order_options_refused(args, says):
+    r = subprocess.run([RECEPTIOND, "--foreground", "--socket", "/nonexistent/rd.sock", *args],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and r.stderr.startswith(f"receptiond: {says}"), r.stderr

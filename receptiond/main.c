@@ -33,6 +33,7 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: receptiond [--socket PATH] [--foreground] [--prefetch SIZE]\n"
 	        "                  [--policy [DEVICE=]NAME[:ARGS]]... [--queue-depth N]\n"
+	        "                  [--order position|fifo] [--deadline MS] [--inflight N]\n"
 	        "                  [--idle-timeout SEC] [--log FILE] [--pidfile FILE] [--version]\n"
 	        "                  [--watch PATH]... [--watch-deadline MS] [--watch-spin US]\n");
 }
@@ -71,10 +72,13 @@ static int parse_options(int argc, char **argv)
 		{ "policy", required_argument, 0, 'P' },
 		{ "queue-depth", required_argument, 0, 'q' },
 		{ "idle-timeout", required_argument, 0, 'i' },
+		{ "order", required_argument, 0, 'o' },
+		{ "deadline", required_argument, 0, 'D' },
+		{ "inflight", required_argument, 0, 'n' },
 		{ "log", required_argument, 0, 'l' },
 		{ "pidfile", required_argument, 0, 'd' },
 		{ "watch", required_argument, 0, 'w' },
-		{ "watch-deadline", required_argument, 0, 'D' },
+		{ "watch-deadline", required_argument, 0, 'W' },
 		{ "watch-spin", required_argument, 0, 'S' },
 		{ "version", no_argument, 0, 'V' },
 		{ "help", no_argument, 0, 'h' },
@@ -111,13 +115,28 @@ static int parse_options(int argc, char **argv)
 				return bad("--watch \"%s\": too many paths", optarg);
 			watch_paths[nwatch++] = optarg;
 			break;
-		case 'D':
+		case 'W':
 			if (parse_uint(optarg, &watch_deadline_ms, 60000) || !watch_deadline_ms)
 				return bad("--watch-deadline \"%s\": expected milliseconds from 1 to 60000", optarg);
 			break;
 		case 'S':
 			if (parse_uint(optarg, &watch_spin_us, 10000))
 				return bad("--watch-spin \"%s\": expected microseconds from 0 to 10000", optarg);
+			break;
+		case 'o':
+			if (rd_order_mode_parse(optarg, &rd_cfg.order))
+				return bad("--order \"%s\": expected position or fifo", optarg);
+			break;
+		case 'D': {
+			unsigned ms;
+			if (parse_uint(optarg, &ms, 3600u * 1000u))
+				return bad("--deadline \"%s\": expected milliseconds (0: no age bound)", optarg);
+			rd_cfg.deadline_ns = (uint64_t)ms * 1000000u;
+			break;
+		}
+		case 'n':
+			if (parse_uint(optarg, &rd_cfg.inflight, 64) || !rd_cfg.inflight)
+				return bad("--inflight \"%s\": expected a number from 1 to 64", optarg);
 			break;
 		case 'l': rd_cfg.log_path = optarg; break;
 		case 'd': rd_cfg.pidfile = optarg; break;

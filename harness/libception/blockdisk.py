@@ -31,6 +31,8 @@ class BlockDisk:
         self.where = os.path.realpath(where)
         self.path = os.path.join(self.where, "fs")
         self.fs = fs
+        # fs=None: no file system, the loop device alone (calibration reads
+        # the platter through it); `image` then names a bare disk (image, map).
         self.image = image or diskimage.build(library, fs, log=log)
         self.hddsim = None
         self.dev = None
@@ -53,6 +55,8 @@ class BlockDisk:
         self.record.add("loop", backing)
         self.dev = loopdev.attach(backing, direct)
         self.queue = loopdev.set_queue(self.dev, queue)
+        if self.fs is None:
+            return
         self.record.add("mount", self.path)
         os.makedirs(self.path, exist_ok=True)
         r = subprocess.run(["mount", "-t", self.fs, "-o", "ro,noload", self.dev, self.path],

@@ -31,7 +31,7 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int name_ok(const char *name)
+int lib_name_ok(const char *name)
 {
 	if (!*name || *name == '/' || strlen(name) > 200)
 		return 0;
@@ -79,7 +79,7 @@ int library_load(const char *path, struct library *lib, char *err, size_t errlen
 			continue;
 		}
 		struct lib_video v = {0};
-		if (strcmp(tok[0], "video") || n != 5 || !name_ok(tok[1]) ||
+		if (strcmp(tok[0], "video") || n != 5 || !lib_name_ok(tok[1]) ||
 		    parse_u64(tok[2], &v.bytes) || parse_u64(tok[3], &v.bitrate) ||
 		    parse_u64(tok[4], &v.chunk) || v.bytes == 0 || v.bitrate == 0 ||
 		    (v.chunk && v.chunk % 4096)) {

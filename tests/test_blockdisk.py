@@ -16,9 +16,11 @@ import time
 import pytest
 
 from conftest import ROOT, bin_path
+from fixtures_common import http_get
 from fixtures_hddsim import expected_files, write_library
 from fixtures_vidload import materialize
 from libception import blockdisk, cgroup, cleanup, hddsim, loopdev
+from libception.bench.rig import Rig
 
 MiB = 1 << 20
 VIDEOS = [(f"sd/v{i:05d}.mp4", 300_000 + i * 91_111, 419430, 0) for i in range(24)] + \
@@ -189,6 +191,26 @@ def test_queue_knobs_recorded_as_the_kernel_took_them(env, stack):
     assert d.read_ahead_kb == 1024 and d.queue["read_ahead_kb"] == 1024
     with pytest.raises(loopdev.LoopError, match="one of"):
         loopdev.set_queue(d.dev, {"scheduler": "no-such-elevator"})
+
+
+def test_rig_serves_nginx_from_the_block_disk(env, scratch, harness_port):
+    """A benchmark configuration on the block disk: nginx in its cgroup
+    serves the videos from ext4, the queue as configured."""
+    with cleanup.Cleanup() as c:
+        rig = Rig("t", str(scratch / "out"), c, None, None, port=harness_port)
+        rig.disk = {"disk": "block", "scheduler": "mq-deadline", "read_ahead_kb": 256}
+        cfg = rig.with_disk({"server": "nginx", "library": str(env["lib"]), "drive": "wd-red",
+                             "memory_limit": 64 * MiB, "read_ahead_kb": 512})
+        assert cfg["disk"] == "block" and cfg["read_ahead_kb"] == 512
+        h = rig.setup(cfg, "blk")
+        assert h.disk_queue[0]["scheduler"] == "mq-deadline"
+        assert h.mount.read_ahead_kb == 512
+        for name in (VIDEOS[3][0], "hd/c00001.mp4/000011"):
+            status, body = http_get(harness_port, "/" + name)
+            assert status == 200 and body == (env["copy"] / name).read_bytes(), name
+        assert rig.snapshot(h)["disk"]["bytes"] > 0
+        rig.teardown(h)
+        assert not mounted(h.mount.path)
 
 
 def bench(out, *sets):

@@ -70,6 +70,11 @@ class BlockDisk:
         return self.hddsim.pid
 
     @property
+    def proc(self):
+        """hddsim's process (the benchmark watches that it stays up)."""
+        return self.hddsim.proc if self.hddsim else None
+
+    @property
     def read_ahead_kb(self):
         return loopdev.queue(self.dev)["read_ahead_kb"]
 

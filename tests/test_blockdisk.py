@@ -130,26 +130,50 @@ def test_memory_stays_in_the_group_and_off_the_platter_file(env, stack, direct):
         assert cached_bytes(platter) >= 16 * MiB
 
 
-KILLED_OWNER = textwrap.dedent("""
+OWNER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {harness!r})
-    from libception import blockdisk
-    d = blockdisk.BlockDisk({where!r}, "wd-red", {lib!r})
-    print(d.dev, d.path, d.hddsim.path, d.hddsim.pid, flush=True)
-    time.sleep(600)
+    from libception import blockdisk, cleanup
+    with cleanup.Cleanup(prog="owner") as c:
+        d = blockdisk.BlockDisk({where!r}, "wd-red", {lib!r})
+        c.push("block disk", d.unmount)
+        print(d.dev, d.path, d.hddsim.path, d.hddsim.pid, d.record.path, flush=True)
+        time.sleep(600)
 """)
 
 
 def start_owner(env, where):
-    code = KILLED_OWNER.format(harness=os.path.join(ROOT, "harness"), where=str(where),
-                               lib=str(env["lib"]))
+    code = OWNER.format(harness=os.path.join(ROOT, "harness"), where=str(where),
+                        lib=str(env["lib"]))
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    dev, fs, hpath, hpid = p.stdout.readline().split()
-    return p, dev, fs, hpath, int(hpid)
+    dev, fs, hpath, hpid, state = p.stdout.readline().split()
+    return p, dev, fs, hpath, int(hpid), state
+
+
+def assert_gone(dev, fs, hpath, hpid, state):
+    assert not mounted(fs) and not mounted(hpath)
+    assert loopdev.backing_file(dev) is None
+    assert not os.path.exists(state)
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{hpid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{hpid}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_owner_signalled_tears_down(env, tmp_path, sig):
+    p, *pieces = start_owner(env, tmp_path / "owner")
+    try:
+        p.send_signal(sig)
+        p.wait(30)
+        assert_gone(*pieces)
+    finally:
+        p.kill()
+        cleanup.remove_leftovers(log=lambda m: None)
 
 
 def test_cleanup_after_sigkill(env, tmp_path):
-    p, dev, fs, hpath, hpid = start_owner(env, tmp_path / "killed")
+    p, dev, fs, hpath, hpid, state = start_owner(env, tmp_path / "killed")
     try:
         p.send_signal(signal.SIGKILL)
         p.wait()
@@ -157,12 +181,7 @@ def test_cleanup_after_sigkill(env, tmp_path):
         assert mounted(fs) and mounted(hpath) and loopdev.backing_file(dev)
         r = subprocess.run([bin_path("libception"), "cleanup"], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
-        assert not mounted(fs) and not mounted(hpath)
-        assert loopdev.backing_file(dev) is None
-        deadline = time.monotonic() + 10
-        while os.path.exists(f"/proc/{hpid}") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not os.path.exists(f"/proc/{hpid}")
+        assert_gone(dev, fs, hpath, hpid, state)
     finally:
         cleanup.remove_leftovers(log=lambda m: None)
 

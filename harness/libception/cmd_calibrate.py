@@ -87,7 +87,7 @@ class Platter:
 
     def __init__(self, path, stats, direct=False):
         self.path, self.stats, self.direct = path, stats, direct
-        self.depth = 4 if direct else 1
+        self.depth = 8 if direct else 1
 
     def open(self, advice):
         fd = os.open(self.path, os.O_RDONLY | (os.O_DIRECT if self.direct else 0))

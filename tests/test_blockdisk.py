@@ -1,5 +1,5 @@
 """The block disk end to end: hddsim --disk -> loop device (direct I/O) ->
-ext4 read-only.  Every byte read through ext4 is the video's; the reads
+ext4 (or xfs) read-only.  Every byte read through the file system is the video's; the reads
 land on the platter where FIEMAP says the file lies; page cache stays in
 the reader's cgroup and out of the host's cache of the platter file;
 teardown, `libception cleanup` after SIGKILL, and two stacks at once."""
@@ -62,8 +62,9 @@ def mounted(path):
     return hddsim.is_mounted(str(path))
 
 
-def test_every_byte_through_ext4(env, stack):
-    d = stack(env["lib"])
+@pytest.mark.parametrize("fs", ["ext4", "xfs"])
+def test_every_byte_through_the_file_system(env, stack, fs):
+    d = stack(env["lib"], fs=fs)
     assert loopdev.direct_io(d.dev)
     files = expected_files(VIDEOS)
     for path, (_, _, size) in files.items():

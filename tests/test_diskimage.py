@@ -1,5 +1,5 @@
-"""The block disk's images (libception mkdisk, hddsim/mkdisk.c): a clean
-ext4 holding the library's files with written extents, a MAP that says
+"""The block disk's images (libception mkdisk, hddsim/mkdisk.c,
+xfsimage.py): a clean ext4 or xfs holding the library's files with written extents, a MAP that says
 where each video's bytes lie, a sparse image, and the cache.  These need
 no hddsim: the image is loop-mounted straight from the local disk (its
 video blocks read as zeros there, as they were never written)."""
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import bin_path
 from fixtures_hddsim import expected_files, write_library
-from libception import diskimage, loopdev
+from libception import blockdisk, diskimage, loopdev
 
 MiB = 1 << 20
 # A few dozen small videos (sizes not multiples of a block), two directories.
@@ -21,13 +21,21 @@ CHUNKED = [(f"sd/c{i:05d}.mp4", 5 * MiB + 12345, 419430, MiB // 2) for i in rang
           [(f"hd/c{i:05d}.mp4", 9 * MiB + 1, 2097150, 2 * MiB) for i in range(3)]
 
 
+KINDS = [(fs, lib) for fs in diskimage.FILESYSTEMS for lib in ("plain", "chunked")]
+CHECK = {"ext4": ["e2fsck", "-fn"], "xfs": ["xfs_repair", "-n"]}
+
+
 @pytest.fixture(scope="module")
 def images(tmp_path_factory):
     d = tmp_path_factory.mktemp("diskimage")
     cache = d / "cache"
-    plain = diskimage.build(write_library(d / "plain.lcvl", SD + HD), cache=str(cache))
-    chunked = diskimage.build(write_library(d / "chunked.lcvl", CHUNKED), cache=str(cache))
-    return {"plain": (plain, SD + HD), "chunked": (chunked, CHUNKED), "cache": cache, "dir": d}
+    libs = {"plain": (write_library(d / "plain.lcvl", SD + HD), SD + HD),
+            "chunked": (write_library(d / "chunked.lcvl", CHUNKED), CHUNKED)}
+    out = {"cache": cache, "dir": d}
+    for fs, kind in KINDS:
+        lib, videos = libs[kind]
+        out[fs, kind] = (diskimage.build(str(lib), fs, cache=str(cache)), videos)
+    return out
 
 
 @pytest.fixture
@@ -36,18 +44,32 @@ def loop_mounted(tmp_path):
     unmounted and detached after the test."""
     made = []
 
-    def mount(image):
+    def mount(image, fs):
         dev = loopdev.attach(image, direct=False)
         where = tmp_path / f"m{len(made)}"
         where.mkdir()
         made.append((dev, where))
-        subprocess.run(["mount", "-t", "ext4", "-o", "ro,noload", dev, str(where)], check=True)
+        subprocess.run(["mount", "-t", fs, "-o", blockdisk.MOUNT_OPTIONS[fs], dev, str(where)],
+                       check=True)
         return where
 
     yield mount
     for dev, where in reversed(made):
         subprocess.run(["umount", str(where)], check=False)
         loopdev.detach(dev)
+
+
+def stored_ranges(path):
+    """[(offset, length)] of the data (not holes) a sparse file stores."""
+    out, pos = [], 0
+    with open(path, "rb") as f:
+        while True:
+            try:
+                start = os.lseek(f.fileno(), pos, os.SEEK_DATA)
+            except OSError:   # ENXIO: no data after pos
+                return out
+            pos = os.lseek(f.fileno(), start, os.SEEK_HOLE)
+            out.append((start, pos - start))
 
 
 def map_by_video(img):
@@ -57,20 +79,25 @@ def map_by_video(img):
     return {v: sorted(e) for v, e in out.items()}
 
 
-@pytest.mark.parametrize("kind", ["plain", "chunked"])
-def test_image_is_clean_ext4_and_sparse(images, kind):
-    img, videos = images[kind]
-    r = subprocess.run(["e2fsck", "-fn", img.image], capture_output=True, text=True)
+@pytest.mark.parametrize("fs, kind", KINDS)
+def test_image_is_clean_and_sparse(images, fs, kind):
+    img, videos = images[fs, kind]
+    r = subprocess.run(CHECK[fs] + [img.image], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     data = sum(-(-size // 4096) * 4096 for _, size, _, _ in videos)
-    # Only metadata is stored: far less than the videos' bytes.
-    assert os.stat(img.image).st_blocks * 512 < data / 4
     assert img.info["data_bytes"] >= data
+    # No video block was written: the videos' extents lie in holes of the
+    # image but for what mkfs zeroed before they existed (xfs: its first
+    # 128 KiB).
+    stored = stored_ranges(img.image)
+    written = sum(max(0, min(d + n, s + k) - max(d, s))
+                  for d, n, _, _ in img.extents() for s, k in stored)
+    assert written <= 128 * 1024, written
 
 
-@pytest.mark.parametrize("kind", ["plain", "chunked"])
-def test_map_covers_every_video_once(images, kind):
-    img, videos = images[kind]
+@pytest.mark.parametrize("fs, kind", KINDS)
+def test_map_covers_every_video_once(images, fs, kind):
+    img, videos = images[fs, kind]
     disk, extents = diskimage.read_map(img.map)
     assert disk == os.path.getsize(img.image)
     spans = sorted((d, d + n) for d, n, _, _ in extents)
@@ -91,16 +118,17 @@ def test_map_covers_every_video_once(images, kind):
 
 
 def test_library_order_is_platter_order(images):
-    img, videos = images["plain"]
+    """ext4 images are packed in library order (xfs places files itself)."""
+    img, videos = images["ext4", "plain"]
     first = {v: e[0][1] for v, e in map_by_video(img).items()}
     starts = [first[name] for name, *_ in videos]
     assert starts == sorted(starts)
 
 
-@pytest.mark.parametrize("kind", ["plain", "chunked"])
-def test_fiemap_matches_map_and_extents_are_written(images, kind, loop_mounted):
-    img, videos = images[kind]
-    root = loop_mounted(img.image)
+@pytest.mark.parametrize("fs, kind", KINDS)
+def test_fiemap_matches_map_and_extents_are_written(images, fs, kind, loop_mounted):
+    img, videos = images[fs, kind]
+    root = loop_mounted(img.image, fs)
     by_video = map_by_video(img)
     checked = 0
     for path, (video, voff, size) in expected_files(videos).items():
@@ -122,9 +150,10 @@ def test_fiemap_matches_map_and_extents_are_written(images, kind, loop_mounted):
 
 
 def test_cache_reuses_and_keys_on_content(images):
-    img, videos = images["plain"]
+    img, videos = images["ext4", "plain"]
     again = diskimage.build(img.info["library"], cache=str(images["cache"]))
     assert again.dir == img.dir and again.info == img.info
+    assert images["xfs", "plain"][0].dir != img.dir   # the file system is in the key
     changed = write_library(images["dir"] / "changed.lcvl", videos[:-1])
     other = diskimage.build(str(changed), cache=str(images["cache"]))
     assert other.dir != img.dir

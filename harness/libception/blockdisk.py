@@ -23,6 +23,9 @@ from . import cleanup, diskimage, hddsim, loopdev, pagecache
 DISK_SETTINGS = {"disk": "fuse", "fs": "ext4", "scheduler": None, "read_ahead_kb": None,
                  "max_sectors_kb": None, "nr_requests": None}
 DISKS = ("fuse", "block")
+# Read-only, no journal replay; xfs: two stacks of one image may be up at
+# once, and xfs refuses a second mount of one UUID without nouuid.
+MOUNT_OPTIONS = {"ext4": "ro,noload", "xfs": "ro,norecovery,nouuid"}
 
 
 class BlockDisk:
@@ -59,7 +62,7 @@ class BlockDisk:
             return
         self.record.add("mount", self.path)
         os.makedirs(self.path, exist_ok=True)
-        r = subprocess.run(["mount", "-t", self.fs, "-o", "ro,noload", self.dev, self.path],
+        r = subprocess.run(["mount", "-t", self.fs, "-o", MOUNT_OPTIONS[self.fs], self.dev, self.path],
                            capture_output=True, text=True, check=False)
         if r.returncode:
             raise hddsim.HddsimError(f"mount {self.dev} on {self.path}: {r.stderr.strip()}")

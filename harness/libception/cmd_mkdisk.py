@@ -1,6 +1,6 @@
-"""Build (or find in the cache) the ext4 image and extent map of a video library for hddsim --disk.
+"""Build (or find in the cache) the ext4 or xfs image and extent map of a video library for hddsim --disk.
 
-    libception mkdisk LIB [--fs ext4] [--out DIR]
+    libception mkdisk LIB [--fs ext4|xfs] [--out DIR]
 
 Prints the image's and the map's paths (for `hddsim MOUNT --disk IMAGE
 --disk-map MAP`).  Images are cached under DIR (default
@@ -15,7 +15,7 @@ from . import diskimage
 def add_arguments(p):
     p.add_argument("library", metavar="LIB", help="video library file (lcvl 1)")
     p.add_argument("--fs", default="ext4", choices=diskimage.FILESYSTEMS,
-                   help="file system of the image (default ext4; xfs is not implemented)")
+                   help="file system of the image (default ext4)")
     p.add_argument("--out", metavar="DIR", help="cache directory (default: "
                    "$LIBCEPTION_DISK_CACHE or /var/cache/libception/disks)")
 

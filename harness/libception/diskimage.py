@@ -25,16 +25,17 @@ import shutil
 import subprocess
 import time
 
-from . import hddsim
+from . import hddsim, xfsimage
 
 BLOCK = 4096
 # Bump when the way images are made changes, so old cache entries are not reused.
 IMAGE_VERSION = 1
-FILESYSTEMS = ("ext4",)
+FILESYSTEMS = ("ext4", "xfs")
 # No reserved blocks; nothing the image does not need is written (lazy
 # inode tables and journal, no discard of the sparse file).
 MKFS = {"ext4": ["mkfs.ext4", "-q", "-F", "-b", str(BLOCK), "-m", "0",
-                 "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard"]}
+                 "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard"],
+        "xfs": xfsimage.MKFS}
 
 
 class DiskImageError(RuntimeError):
@@ -126,16 +127,30 @@ def mkdisk_binary():
     return os.path.join(os.path.dirname(hddsim.binary()), "hddsim-mkdisk")
 
 
+def _write_map(path, disk, extents):
+    with open(path, "w", encoding="ascii") as f:
+        f.write(f"lcdm 1\ndisk {disk}\n")
+        for d, n, video, voff in extents:
+            f.write(f"extent {d} {n} {video} {voff}\n")
+
+
 def _build_into(directory, library, fs):
     files, dirs, blocks = _library_files(library)
     image = os.path.join(directory, "disk.img")
     t0 = time.monotonic()
     with open(image, "wb") as f:
         f.truncate(_size(files, dirs, blocks))
-    _run(MKFS[fs] + ["-N", str(files + dirs + 1024), image])
-    _run([mkdisk_binary(), image, library, os.path.join(directory, "disk.map")])
-    _run(["e2fsck", "-fyD", image], ok=(0, 1))   # 1: directories were indexed
-    _run(["e2fsck", "-fn", image])
+    if fs == "xfs":
+        try:
+            extents = xfsimage.build_into(image, library, _run)
+        except (RuntimeError, subprocess.CalledProcessError) as e:
+            raise DiskImageError(str(e)) from None
+        _write_map(os.path.join(directory, "disk.map"), os.path.getsize(image), extents)
+    else:
+        _run(MKFS[fs] + ["-N", str(files + dirs + 1024), image])
+        _run([mkdisk_binary(), image, library, os.path.join(directory, "disk.map")])
+        _run(["e2fsck", "-fyD", image], ok=(0, 1))   # 1: directories were indexed
+        _run(["e2fsck", "-fn", image])
     info = {"library": os.path.abspath(library), "fs": fs, "mkfs": MKFS[fs],
             "files": files, "directories": dirs, "data_bytes": blocks * BLOCK,
             "image_bytes": os.path.getsize(image),
@@ -148,8 +163,7 @@ def _build_into(directory, library, fs):
 def build(library, fs="ext4", cache=None, log=None):
     """The image of `library` on `fs`, from the cache or built into it."""
     if fs not in FILESYSTEMS:
-        raise DiskImageError(f"file system {fs!r}: only {', '.join(FILESYSTEMS)} images "
-                             "are built (xfs is not implemented)")
+        raise DiskImageError(f"file system {fs!r}: one of {', '.join(FILESYSTEMS)}")
     cache = cache or cache_dir()
     os.makedirs(cache, exist_ok=True)
     k = key(library, fs)

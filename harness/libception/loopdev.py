@@ -44,10 +44,11 @@ def direct_io(dev):
         return f.read().strip() == "1"
 
 
-def attach(path, direct=True):
-    """Attach `path` read-only to a free loop device; its name.  Raises if
-    direct I/O was asked for and the kernel did not turn it on."""
-    cmd = ["losetup", "-r", "-f", "--show"]
+def attach(path, direct=True, read_only=True):
+    """Attach `path` (read-only unless told) to a free loop device; its
+    name.  Raises if direct I/O was asked for and the kernel did not turn
+    it on."""
+    cmd = ["losetup", "-f", "--show"] + (["-r"] if read_only else [])
     if direct:
         cmd.insert(2, "--direct-io=on")
     r = subprocess.run(cmd + [path], capture_output=True, text=True, check=False)

@@ -1,4 +1,4 @@
-"""The block disk: a real ext4 on a loop device on hddsim's emulated
+"""The block disk: a real ext4 (or xfs) on a loop device on hddsim's emulated
 platter (docs/hddsim.md, "Block disk").
 
     hddsim WHERE/hddsim --disk IMAGE --disk-map MAP   (WHERE/hddsim/disk = the platter)

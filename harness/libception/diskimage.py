@@ -1,5 +1,6 @@
-"""Disk images of the block disk: a video library in a real ext4 whose
-video blocks are never written (docs/hddsim.md, "Block disk").
+"""Disk images of the block disk: a video library in a real ext4 (or xfs,
+xfsimage.py) whose video blocks are never written (docs/hddsim.md,
+"BLOCK DISK").
 
     img = diskimage.build("sd.lcvl")        # cached: the second call is instant
     img.image, img.map                      # for `hddsim MOUNT --disk IMAGE --disk-map MAP`

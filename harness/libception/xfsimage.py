@@ -16,7 +16,7 @@ import struct
 import subprocess
 import tempfile
 
-from . import loopdev
+from . import cleanup, loopdev
 
 FS_IOC_FIEMAP = 0xC020660B
 FIEMAP_EXTENT_LAST = 0x1
@@ -80,19 +80,23 @@ def _populate(root, library):
 
 
 def _mounted(image, read_only, body):
-    dev = loopdev.attach(image, direct=False, read_only=read_only)
+    """body(mount point) with the image mounted; named in a state file, so
+    `libception cleanup` removes what a killed build left."""
+    record = cleanup.StackRecord(f"xfs image {image}")
     where = tempfile.mkdtemp(prefix="xfsimage-")
     try:
+        record.add("loop", os.path.realpath(image))
+        dev = loopdev.attach(image, direct=False, read_only=read_only)
+        record.add("mount", where)
         opts = "ro,norecovery,nouuid" if read_only else "nouuid"
         subprocess.run(["mount", "-t", "xfs", "-o", opts, dev, where], check=True,
                        capture_output=True)
-        try:
-            return body(where)
-        finally:
-            subprocess.run(["umount", where], check=True, capture_output=True)
+        return body(where)
     finally:
+        for piece in reversed(record.data["pieces"]):
+            cleanup.remove_piece(piece)
+        record.close()
         os.rmdir(where)
-        loopdev.detach(dev)
 
 
 def build_into(image, library, run):

@@ -52,8 +52,7 @@ class BlockDisk:
         self.record.add("hddsim", hpath)
         self.hddsim = hddsim.Mount(hpath, drive, disk=self.image.image,
                                    disk_map=self.image.map, trace=trace, **opts)
-        self.record.data["pieces"][-1].update(pid=self.hddsim.pid,
-                                              pid_start=cleanup._start_time(self.hddsim.pid))
+        self.record.note(pid=self.hddsim.pid, pid_start=cleanup.start_time(self.hddsim.pid))
         backing = os.path.join(self.hddsim.path, "disk")
         self.record.add("loop", backing)
         self.dev = loopdev.attach(backing, direct)
@@ -98,15 +97,23 @@ class BlockDisk:
         loopdev.flush(self.dev)
 
     def unmount(self):
-        """File system, loop device, hddsim: the reverse of the setup."""
+        """File system, loop device, hddsim: the reverse of the setup.  Every
+        piece is tried; the first failure is raised after the rest, and the
+        state file then stays for `libception cleanup`."""
+        failed = None
         for piece in reversed(self.record.data["pieces"]):
-            if piece["kind"] == "hddsim" and self.hddsim is not None:
-                self.hddsim.unmount()
-            else:
-                cleanup.remove_piece(piece)
+            try:
+                if piece["kind"] == "hddsim" and self.hddsim is not None:
+                    self.hddsim.unmount()
+                else:
+                    cleanup.remove_piece(piece)
+            except Exception as e:  # keep tearing the rest down
+                failed = failed or e
+        self.hddsim = None
+        if failed:
+            raise failed
         self.record.data["pieces"].clear()
         self.record.close()
-        self.hddsim = None
 
     def __enter__(self):
         return self

@@ -100,7 +100,7 @@ def _main_thread():
 STATE_DIR = "/run/libception-stacks"
 
 
-def _start_time(pid):
+def start_time(pid):
     """The process's start time (clock ticks since boot), to tell it from a
     later process that reuses its pid; None if it is gone."""
     try:
@@ -118,13 +118,18 @@ class StackRecord:
         self.dir = state_dir or STATE_DIR
         os.makedirs(self.dir, exist_ok=True)
         pid = os.getpid()
-        self.data = {"label": label, "owner": pid, "owner_start": _start_time(pid), "pieces": []}
+        self.data = {"label": label, "owner": pid, "owner_start": start_time(pid), "pieces": []}
         fd, self.path = tempfile.mkstemp(prefix=f"{pid}-", suffix=".json", dir=self.dir)
         os.close(fd)
         self._write()
 
     def add(self, kind, path, **extra):
         self.data["pieces"].append({"kind": kind, "path": path, **extra})
+        self._write()
+
+    def note(self, **extra):
+        """Add what became known once the last piece was up (a pid)."""
+        self.data["pieces"][-1].update(extra)
         self._write()
 
     def _write(self):
@@ -160,7 +165,7 @@ def remove_piece(piece):
             if hddsim.is_mounted(path):
                 subprocess.run(cmd, capture_output=True, check=False)
         pid = piece.get("pid")
-        if pid and _start_time(pid) == piece.get("pid_start"):
+        if pid and start_time(pid) == piece.get("pid_start"):
             os.kill(pid, signal.SIGTERM)   # the same hddsim, not a reused pid
 
 
@@ -174,7 +179,7 @@ def remove_leftovers(state_dir=None, log=print):
                 data = json.load(f)
         except (OSError, ValueError):
             continue
-        if _start_time(data["owner"]) == data.get("owner_start"):
+        if start_time(data["owner"]) == data.get("owner_start"):
             continue   # its owner still runs and will tear it down
         for piece in reversed(data["pieces"]):
             try:

@@ -80,22 +80,11 @@ def read_map(path):
 def _library_files(path):
     """(files, directories, data blocks) the library needs."""
     files, blocks, dirs = 0, 0, set()
-    with open(path, encoding="ascii") as f:
-        for line in f:
-            p = line.split()
-            if not p or p[0] != "video":
-                continue
-            name, size, chunk = p[1], int(p[2]), int(p[4])
-            parts = name.split("/")
-            dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
-            if chunk:
-                dirs.add(name)
-                n = -(-size // chunk)
-                files += n
-                blocks += (n - 1) * (chunk // BLOCK) + -(-(size - (n - 1) * chunk) // BLOCK)
-            else:
-                files += 1
-                blocks += -(-size // BLOCK)
+    for name, size, _, _ in hddsim.library_files(path):
+        parts = name.split("/")
+        dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        files += 1
+        blocks += -(-size // BLOCK)
     return files, len(dirs), blocks
 
 

@@ -57,6 +57,19 @@ def video_files(mount, name, size, chunk):
     return [os.path.join(mount, name, f"{k:06d}") for k in range(-(-size // chunk))]
 
 
+def library_files(library):
+    """(path, size, video name, offset in the video) of every file a
+    library file (docs/library-format.md) lists, in its order."""
+    with open(library, encoding="ascii") as f:
+        for line in f:
+            p = line.split()
+            if not p or p[0] != "video":
+                continue
+            name, size, chunk = p[1], int(p[2]), int(p[4])
+            for k, path in enumerate(video_files("", name, size, chunk)):
+                yield path, min(chunk, size - k * chunk) if chunk else size, name, k * chunk
+
+
 def read_videos(mount, videos):
     """Read each (name, size, chunk) video whole, chunk files in order,
     with `cat`, as the chunking paper's `wc` runs did; (bytes, seconds)."""

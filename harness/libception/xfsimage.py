@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 
 from . import cleanup, loopdev
+from .hddsim import library_files
 
 FS_IOC_FIEMAP = 0xC020660B
 FIEMAP_EXTENT_LAST = 0x1
@@ -44,26 +45,11 @@ def fiemap(path):
             start = out[-1][0] + out[-1][2]
 
 
-def _files(library):
-    """(path, size, video, video offset) of every file, in library order."""
-    with open(library, encoding="ascii") as f:
-        for line in f:
-            p = line.split()
-            if not p or p[0] != "video":
-                continue
-            name, size, chunk = p[1], int(p[2]), int(p[4])
-            if not chunk:
-                yield name, size, name, 0
-                continue
-            for k in range(-(-size // chunk)):
-                yield f"{name}/{k:06d}", min(chunk, size - k * chunk), name, k * chunk
-
-
 def _populate(root, library):
     """Create and allocate the files under a mounted root; returns
     [(inode, [(disk offset, length, video, video offset)])]."""
     made = []
-    for path, size, video, voff in _files(library):
+    for path, size, video, voff in library_files(library):
         full = os.path.join(root, path)
         os.makedirs(os.path.dirname(full), exist_ok=True)
         fd = os.open(full, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -115,7 +101,7 @@ def build_into(image, library, run):
     run(["xfs_repair", "-n", image])
 
     def unwritten(root):
-        return [p for p, *_ in _files(library)
+        return [p for p, *_ in library_files(library)
                 if any(f & FIEMAP_EXTENT_UNWRITTEN for *_, f in fiemap(os.path.join(root, p)))]
     left = _mounted(image, True, unwritten)
     if left:

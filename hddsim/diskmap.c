@@ -3,6 +3,7 @@
 
 #include "content.h"
 #include "library.h"
+#include "textfile.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -21,21 +22,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 	return -1;
-}
-
-/* Decimal digits only: strtoull would take signs, spaces and hex. */
-static int parse_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-	if (!*s)
-		return -1;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*out = v;
-	return 0;
 }
 
 static int by_offset(const void *a, const void *b)
@@ -63,7 +49,7 @@ static const char *parse_extent(char **tok, int n, uint64_t disk, struct disk_ex
 {
 	if (n != 5)
 		return "expected \"extent DISK_OFFSET LENGTH VIDEO_NAME VIDEO_OFFSET\"";
-	if (parse_u64(tok[1], &e->off) || parse_u64(tok[2], &e->len) || parse_u64(tok[4], &e->video_off))
+	if (text_u64(tok[1], &e->off) || text_u64(tok[2], &e->len) || text_u64(tok[4], &e->video_off))
 		return "offsets and length must be decimal numbers";
 	if (e->len == 0 || e->off % ALIGN || e->len % ALIGN)
 		return "DISK_OFFSET and LENGTH must be multiples of 4096, LENGTH positive";
@@ -87,28 +73,23 @@ int diskmap_load(const char *path, struct diskmap *m, char *err, size_t errlen)
 	memset(m, 0, sizeof *m);
 	if (!f)
 		return fail(err, errlen, "disk map \"%s\": %s", path, strerror(errno));
-	while (fgets(line, sizeof line, f)) {
-		lineno++;
-		if (!strchr(line, '\n') && !feof(f)) {
+	char *tok[6];
+	int n;
+	while ((n = text_fields(f, line, sizeof line, &lineno, tok, 6)) != 0) {
+		const char *why = NULL;
+		if (n < 0) {
 			fail(err, errlen, "disk map \"%s\" line %zu: line too long", path, lineno);
 			goto out;
 		}
-		char *tok[6], *save = NULL;
-		int n = 0;
-		for (char *s = strtok_r(line, " \t\r\n", &save); s && n < 6; s = strtok_r(NULL, " \t\r\n", &save))
-			tok[n++] = s;
-		if (n == 0 || tok[0][0] == '#')
-			continue;
-		const char *why = NULL;
 		uint64_t v;
 		if (!seen_magic) {
-			if (n != 2 || strcmp(tok[0], MAP_MAGIC) || parse_u64(tok[1], &v) || v != MAP_VERSION)
+			if (n != 2 || strcmp(tok[0], MAP_MAGIC) || text_u64(tok[1], &v) || v != MAP_VERSION)
 				why = "expected \"" MAP_MAGIC " 1\"";
 			seen_magic = 1;
 		} else if (!strcmp(tok[0], "disk")) {
 			if (m->bytes)
 				why = "a second \"disk\" line";
-			else if (n != 2 || parse_u64(tok[1], &m->bytes) || !m->bytes || m->bytes % ALIGN)
+			else if (n != 2 || text_u64(tok[1], &m->bytes) || !m->bytes || m->bytes % ALIGN)
 				why = "expected \"disk BYTES\" (a positive multiple of 4096)";
 		} else if (!strcmp(tok[0], "extent")) {
 			struct disk_extent e = { .line = (uint32_t)lineno };

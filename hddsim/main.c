@@ -73,7 +73,8 @@ static int num(const char *what, const char *v, unsigned long long lo, unsigned 
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{"library", 1, 0, 'l'}, {"disk", 1, 0, 'i'}, {"disk-map", 1, 0, 'M'}, {"drive", 1, 0, 'd'}, {"drive-file", 1, 0, 'D'},
+		{"library", 1, 0, 'l'}, {"disk", 1, 0, 'i'}, {"disk-map", 1, 0, 'M'},
+		{"drive", 1, 0, 'd'}, {"drive-file", 1, 0, 'D'},
 		{"start", 1, 0, 's'}, {"trace", 1, 0, 't'}, {"max-request", 1, 0, 'r'},
 		{"max-background", 1, 0, 'b'}, {"congestion-threshold", 1, 0, 'c'},
 		{"threads", 1, 0, 'T'}, {"policy", 1, 0, 'p'}, {"queue-depth", 1, 0, 'q'},

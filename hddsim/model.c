@@ -317,10 +317,14 @@ size_t model_pick(const struct model *m, int64_t t, const struct model_req *q, s
 {
 	if (n == 0 || q[0].arrival > t)
 		return 0;
+	/* Past the age limit the oldest goes next, so that a stream of
+	 * joining pieces cannot hold the head forever. */
+	if ((double)(t - q[0].arrival) > ms_to_ns(m->d.age_limit))
+		return chain_start(q, n, 0, t);
 	for (size_t i = 0; i < n; i++)
 		if (q[i].arrival <= t && model_joins(m, &q[i]))
 			return i;
-	if (m->d.policy == MODEL_FIFO || (double)(t - q[0].arrival) > ms_to_ns(m->d.age_limit))
+	if (m->d.policy == MODEL_FIFO)
 		return chain_start(q, n, 0, t);
 	/* A command the drive can serve without positioning (cache hit, or
 	 * continuing the head's read) goes first wherever it is queued: the

@@ -179,7 +179,8 @@ void sched_wait(struct sched *s, struct sched_req *rq)
 		pthread_mutex_lock(&s->lock);
 		rq->done = 1;
 	}
-	int64_t late = now - rq->done_at;
+	/* A joining piece may be due before it arrived (model_start). */
+	int64_t late = now - (rq->done_at > rq->r.arrival ? rq->done_at : rq->r.arrival);
 	/* A request taken within the plug may start before it arrived. */
 	int64_t wait = rq->start > rq->r.arrival ? rq->start - rq->r.arrival : 0;
 	if (rq->done) {

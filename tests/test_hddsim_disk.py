@@ -1,9 +1,13 @@
 """hddsim's disk mode: MOUNT/disk is a whole disk whose bytes are the
 image's, the map's synthesized video extents and zeros in the holes, read
 through the drive model; a read-only direct-I/O loop device over it
-returns the same bytes.  Built by hand here (no file system, no mkdisk),
-so every byte's source is known."""
+returns the same bytes, and ext4 on it reads a video's bytes where
+filefrag says they lie.  Built by hand here (no mkdisk), so every byte's
+source is known."""
+import contextlib
+import mmap
 import os
+import re
 import select
 import signal
 import subprocess
@@ -80,6 +84,50 @@ def stop_hddsim(proc, mnt):
     proc.stderr.close()
 
 
+def needs_root_and_fuse():
+    if not os.path.exists("/dev/fuse") or os.geteuid() != 0:
+        pytest.skip("needs /dev/fuse and root (loop devices)")
+
+
+@contextlib.contextmanager
+def loop_device(path):
+    """A read-only direct-I/O loop device over path, detached on exit."""
+    loop = subprocess.run(["losetup", "-f", "--show", "-r", "--direct-io=on", str(path)],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        yield loop
+    finally:
+        subprocess.run(["losetup", "-d", loop], check=False)
+
+
+@contextlib.contextmanager
+def ext4_on_disk(scratch, img, mapf, trace=None):
+    """hddsim -> loop device -> ext4 mounted read-only; torn down in
+    reverse order whatever happens.  Yields the file system's root."""
+    mnt, fs = scratch / "mnt", scratch / "fs"
+    fs.mkdir(exist_ok=True)
+    proc, banner = start_hddsim(mnt, "--disk", img, "--disk-map", mapf,
+                                *(["--trace", trace] if trace else []))
+    try:
+        assert "mounted" in banner, proc.stderr.read()
+        with loop_device(mnt / "disk") as loop:
+            subprocess.run(["mount", "-t", "ext4", "-o", "ro,noload", loop, str(fs)], check=True)
+            try:
+                yield fs
+            finally:
+                subprocess.run(["umount", str(fs)], check=False)
+    finally:
+        stop_hddsim(proc, mnt)
+
+
+def filefrag(path):
+    """[(logical byte, physical byte, bytes)] of a file's extents."""
+    out = subprocess.run(["filefrag", "-v", "-b4096", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    ext = re.findall(r"^\s*\d+:\s*(\d+)\.\.\s*\d+:\s*(\d+)\.\.\s*\d+:\s*(\d+):", out, re.M)
+    return [(int(lo) * 4096, int(ph) * 4096, int(n) * 4096) for lo, ph, n in ext]
+
+
 def stats(mnt):
     with open(os.path.join(mnt, ".hddsim", "stats"), encoding="ascii") as f:
         return {k: float(v) if "." in v else int(v) if v.isdigit() else v
@@ -88,7 +136,6 @@ def stats(mnt):
 
 def read_all(path, flags=0, block=MIB):
     """Every byte of path; with O_DIRECT through an aligned buffer."""
-    import mmap
     fd = os.open(path, os.O_RDONLY | flags)
     buf, out = mmap.mmap(-1, block), bytearray()
     try:
@@ -101,12 +148,10 @@ def read_all(path, flags=0, block=MIB):
 
 
 def test_disk_bytes_and_a_loop_device_over_them(scratch, disk_files):
-    if not os.path.exists("/dev/fuse") or os.geteuid() != 0:
-        pytest.skip("needs /dev/fuse and root (loop devices)")
+    needs_root_and_fuse()
     img, mapf, want = disk_files
     mnt, trace = scratch / "mnt", scratch / "trace.txt"
     proc, banner = start_hddsim(mnt, "--disk", img, "--disk-map", mapf, "--trace", trace)
-    loop = None
     try:
         assert f"extents 4 bytes {DISK} platter 0.0000.." in banner, banner + proc.stderr.read()
         assert sorted(os.listdir(mnt)) == ["disk"]
@@ -117,18 +162,15 @@ def test_disk_bytes_and_a_loop_device_over_them(scratch, disk_files):
             os.open(disk, os.O_WRONLY)
         assert e.value.errno == 30  # EROFS
 
-        loop = subprocess.run(["losetup", "-f", "--show", "-r", "--direct-io=on", disk],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dio = subprocess.run(["losetup", "-n", "-O", "DIO,RO", loop], capture_output=True, text=True,
-                             check=True).stdout.split()
-        assert dio == ["1", "1"], dio
-        before = stats(mnt)
-        # 4 MiB direct reads: the kernel splits each into FUSE's 1 MiB pieces.
-        assert read_all(loop, os.O_DIRECT, 4 * MIB) == want
-        after = stats(mnt)
+        with loop_device(disk) as loop:
+            dio = subprocess.run(["losetup", "-n", "-O", "DIO,RO", loop], capture_output=True,
+                                 text=True, check=True).stdout.split()
+            assert dio == ["1", "1"], dio
+            before = stats(mnt)
+            # 4 MiB direct reads: the kernel splits each into FUSE's 1 MiB pieces.
+            assert read_all(loop, os.O_DIRECT, 4 * MIB) == want
+            after = stats(mnt)
     finally:
-        if loop:
-            subprocess.run(["losetup", "-d", loop], check=False)
         stop_hddsim(proc, mnt)
     # Direct I/O: every byte of the loop device's read reached the drive model.
     assert after["bytes"] - before["bytes"] == DISK
@@ -141,6 +183,41 @@ def test_disk_bytes_and_a_loop_device_over_them(scratch, disk_files):
     assert all(0 <= int(r[1]) and int(r[1]) + int(r[2]) <= DISK for r in rows)
     merged = [r for r in rows if r[8] == "merge"]
     assert len(merged) == after["merged"] and all(float(r[5]) == 0 for r in merged)
+
+
+def test_ext4_reads_a_video_where_filefrag_says_it_lies(scratch):
+    needs_root_and_fuse()
+    src = scratch / "src"
+    (src / "sd").mkdir(parents=True)
+    size = 3 * MIB + 777
+    stored = os.urandom(size)  # written blocks; the map makes them the video's
+    (src / "sd" / "v.mp4").write_bytes(stored)
+    (src / "note.txt").write_bytes(b"kept in the image\n")
+    img, mapf, trace = scratch / "ext4.img", scratch / "ext4.map", scratch / "trace.txt"
+    with open(img, "wb") as f:
+        f.truncate(DISK)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-b", "4096", "-d", str(src), str(img)], check=True)
+    # No extents: the disk is the image; filefrag through the stack places the file.
+    mapf.write_text(f"lcdm 1\ndisk {DISK}\n")
+    with ext4_on_disk(scratch, img, mapf) as fs:
+        assert (fs / "sd" / "v.mp4").read_bytes() == stored
+        extents = filefrag(fs / "sd" / "v.mp4")
+    assert sum(n for _, _, n in extents) == -(-size // 4096) * 4096
+    # Those extents become the video's: ext4 now reads synthesized bytes there.
+    mapf.write_text(f"lcdm 1\ndisk {DISK}\n" + "".join(
+        f"extent {phys} {n} sd/v.mp4 {logical}\n" for logical, phys, n in extents))
+    with ext4_on_disk(scratch, img, mapf, trace) as fs:
+        assert (fs / "sd" / "v.mp4").read_bytes() == content_bytes("sd/v.mp4", 0, size)
+        assert (fs / "note.txt").read_bytes() == b"kept in the image\n"
+        assert filefrag(fs / "sd" / "v.mp4") == extents
+    # The drive read the video where filefrag placed it: every byte of its
+    # extents, and nothing of the video elsewhere.
+    rows = [line.split() for line in open(trace, encoding="ascii") if not line.startswith("#")]
+    covered = set()
+    for r in rows:
+        covered.update(range(int(r[1]) // 4096, (int(r[1]) + int(r[2])) // 4096))
+    for _, phys, n in extents:
+        assert set(range(phys // 4096, (phys + n) // 4096)) <= covered
 
 
 @pytest.mark.parametrize("args, err", [

@@ -362,6 +362,19 @@ static void test_merge_back_to_back(void)
 		gap[k] = (struct model_req){ pos + (uint64_t)k * (MIB + 65536), MIB, t };
 	serve_queue(&m, t, gap, 4, &positioned, &joined);
 	CHECK(joined == 0 && positioned == 4, "gapped pieces: joined %d positioned %d", joined, positioned);
+
+	/* A joining piece goes before an older command, under either policy,
+	 * but not before one past the age limit. */
+	for (int pol = 0; pol < 2; pol++) {
+		load(&m, "wd-red", pol ? fifo : NULL);
+		t = warm_up(&m, 100ull << 30);
+		struct model_req a = { pos, MIB, t };
+		int64_t end1 = t + model_serve(&m, t, &a).total;
+		struct model_req mix[2] = { { 200ull << 30, 4096, end1 - 1000000 }, { pos + MIB, MIB, end1 - 500000 } };
+		CHECK(model_pick(&m, end1, mix, 2) == 1, "policy %d: the joining piece waits", pol);
+		mix[0].arrival = end1 - (int64_t)((m.d.age_limit + 1) * 1e6);
+		CHECK(model_pick(&m, end1, mix, 2) == 0, "policy %d: age limit ignored for a join", pol);
+	}
 }
 
 static void test_bad_drive(void)

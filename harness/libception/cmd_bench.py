@@ -130,6 +130,7 @@ def main(args):
         prog.line(f"{args.scenario}: warning: probes of {dur:g} s cannot miss the 10 s "
                   "segment deadline; the rates only check the pipeline")
     _remove_stale_groups()
+    cleanup.remove_leftovers(log=prog.line)   # block disks of killed runs
     try:
         with cleanup.Cleanup(prog=PROG) as c:
             rig = Rig(args.scenario, out, c, prog, res, port=args.port or _free_port(), log=log)

@@ -3,7 +3,7 @@
 # Debian 12, as root.  Quick and silent when everything is already there.
 set -euo pipefail
 
-APT_PACKAGES=(build-essential pkg-config fuse3 libfuse3-dev
+APT_PACKAGES=(build-essential pkg-config fuse3 libfuse3-dev libext2fs-dev e2fsprogs xfsprogs
               nginx apache2 lighttpd curl strace psmisc procps diffutils tar)
 PY_MODULES=(pytest numpy matplotlib)
 

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from . import cgroup, cleanup, progress, results, servers
+from . import blockdisk, cgroup, cleanup, progress, results, servers
 from .bench import SCENARIOS, load
 
 PROG = "libception bench"
@@ -72,6 +72,9 @@ def main(args):
     mod = load(args.scenario)
     settings = mod.settings(args.quick)
     settings["quick"] = bool(args.quick)
+    if "library" in settings:   # a video scenario: its disk is a setting
+        for key, value in blockdisk.DISK_SETTINGS.items():
+            settings.setdefault(key, value)
     if args.videos is not None:
         if args.videos < 1 or "library" not in settings:
             print(f"{PROG}: --videos: expected a positive count, for a video scenario",
@@ -95,6 +98,11 @@ def main(args):
             settings[key] = json.loads(value)
         except ValueError:
             settings[key] = value
+    try:
+        blockdisk.check_settings(settings)
+    except ValueError as e:
+        print(f"{PROG}: --set {e}", file=sys.stderr)
+        return 2
     out = os.path.abspath(args.out or _default_out(args.scenario))
     os.makedirs(out, exist_ok=True)
     json_path = os.path.join(out, f"{args.scenario}.json")
@@ -122,11 +130,13 @@ def main(args):
         prog.line(f"{args.scenario}: warning: probes of {dur:g} s cannot miss the 10 s "
                   "segment deadline; the rates only check the pipeline")
     _remove_stale_groups()
+    cleanup.remove_leftovers(log=prog.line)   # block disks of killed runs
     try:
         with cleanup.Cleanup(prog=PROG) as c:
             rig = Rig(args.scenario, out, c, prog, res, port=args.port or _free_port(), log=log)
             rig.log_plain = log_plain
             rig.only = [o for o in (args.only or "").split(",") if o]
+            rig.disk = {k: settings[k] for k in blockdisk.DISK_SETTINGS if k in settings}
             rc = mod.run(rig, settings)
     except (KeyboardInterrupt, cleanup.Interrupted):
         print(f"{PROG}: interrupted; cleaned up; rerun with --resume --out {out} to continue",

@@ -14,7 +14,7 @@ import os
 import shutil
 import time
 
-from .. import cgroup, daemon, hddsim, pagecache, servers
+from .. import blockdisk, cgroup, daemon, pagecache, servers
 from . import search
 
 # Modes of the library as the paper's ablation names them.
@@ -62,6 +62,12 @@ class Rig:
         os.makedirs(self.work, exist_ok=True)
         self.lib_so = os.path.join(daemon.prefix(), "lib", "libception.so")
         self.only = []
+        self.disk = {}   # the scenario's disk settings (blockdisk.DISK_SETTINGS)
+
+    def with_disk(self, cfg):
+        """`cfg` with the scenario's disk and block-queue knobs, which the
+        configuration's own keys (a kernel row's read_ahead_kb) override."""
+        return {**blockdisk.disk_config(self.disk), **cfg}
 
     def socket_path(self, tag):
         """A socket path short enough for sun_path (108 bytes) wherever the
@@ -98,13 +104,15 @@ class Rig:
                 opts = dict(spec.get("hddsim", cfg.get("hddsim")) or {})
                 if opts.get("trace") is True:  # one trace per configuration and mount
                     opts["trace"] = os.path.join(base, f"disk-trace-{spec['name'] or 'mnt'}.txt")
-                m = hddsim.Mount(where, spec.get("drive", cfg.get("drive", "wd-red")),
-                                 spec["library"], **opts)
+                m = blockdisk.mount(where, spec.get("drive", cfg.get("drive", "wd-red")),
+                                    spec["library"], cfg, **opts)
                 h.handles.append(c.push(f"unmount {m.path}", m.unmount))
                 h.mounts.append(m)
                 ra = spec.get("read_ahead_kb", cfg.get("read_ahead_kb"))
                 if ra is not None:
                     m.read_ahead_kb = ra
+                if getattr(m, "queue", None):   # what the block device accepted
+                    h.disk_queue.append(dict(m.queue))
             docroot = root if cfg.get("mounts") else h.mounts[0].path
         h.docroot = docroot
         h.group = cgroup.MemoryGroup(f"bench-{os.getpid()}-{tag}", cfg.get("memory_limit"))
@@ -175,13 +183,14 @@ class Rig:
         if done is not None:
             self.progress.skip(f"{tag}: {done.get('answer')} sessions/s")
             return done
+        cfg = self.with_disk(cfg)
         self.log(f"{tag}: setting up ({describe(cfg)})")
         h = self.setup(cfg, tag)
         try:
             outcome = search.max_failure_free(self, h, cfg, settings, tag)
         finally:
             self.teardown(h)
-        record = {"config": _jsonable(cfg), **outcome}
+        record = {"config": _jsonable(cfg), **h.disk_record(), **outcome}
         self.results.add(point, **record)
         return self.results.get(point)
 
@@ -194,6 +203,7 @@ class Rig:
         if done is not None:
             self.progress.skip(f"{tag} at {rate:g}/s")
             return done
+        cfg = self.with_disk(cfg)
         h = self.setup(cfg, tag)
         try:
             self.progress.begin(f"{what or tag}: {rate:g} sessions/s")
@@ -201,7 +211,7 @@ class Rig:
             self.progress.end()
         finally:
             self.teardown(h)
-        self.results.add(point, config=_jsonable(cfg), rate=rate, probe=rec)
+        self.results.add(point, config=_jsonable(cfg), rate=rate, probe=rec, **h.disk_record())
         return self.results.get(point)
 
 
@@ -244,6 +254,10 @@ class _Handle:
         self.server = None
         self.url = None
         self.handles = []
+        self.disk_queue = []   # per block-disk mount: the queue knobs the kernel accepted
+
+    def disk_record(self):
+        return {"disk_queue": self.disk_queue} if self.disk_queue else {}
 
 
 def _stop_daemon(proc):
@@ -262,6 +276,11 @@ def _jsonable(cfg):
 
 def describe(cfg):
     parts = [cfg.get("server", "nginx"), cfg.get("mode", "vanilla")]
+    if cfg.get("disk", "fuse") != "fuse":
+        parts.append(f"{cfg['disk']} disk ({cfg.get('fs', 'ext4')})")
+    for k in ("scheduler", "max_sectors_kb", "nr_requests"):
+        if cfg.get(k) is not None:
+            parts.append(f"{k} {cfg[k]}")
     if cfg.get("prefetch") is not None:
         parts.append(f"prefetch {cfg['prefetch']}")
     if cfg.get("policy"):

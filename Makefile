@@ -19,6 +19,7 @@ install: $(COMPONENTS)
 	for c in $(COMPONENTS); do $(MAKE) -C $$c install PREFIX=$(PREFIX) || exit 1; done
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/libception
 	install -m 755 harness/bin/libception $(DESTDIR)$(PREFIX)/bin/libception
+	install -m 644 VERSION $(DESTDIR)$(PREFIX)/share/libception/VERSION
 ifeq ($(LINK_HARNESS),1)
 	@# a copy left by `make install PREFIX=build` would take the link inside it
 	[ -L $(DESTDIR)$(PREFIX)/share/libception/harness ] || rm -rf $(DESTDIR)$(PREFIX)/share/libception/harness

@@ -24,8 +24,6 @@
 #include "server.h"
 #include "stats.h"
 
-#define RD_VERSION "0.1"
-
 
 static void usage(FILE *f)
 {
@@ -100,7 +98,7 @@ static int parse_options(int argc, char **argv)
 			break;
 		case 'l': rd_cfg.log_path = optarg; break;
 		case 'd': rd_cfg.pidfile = optarg; break;
-		case 'V': printf("receptiond %s (protocol %d)\n", RD_VERSION, LC_PROTO_VERSION); exit(0);
+		case 'V': printf("receptiond %s (protocol %d)\n", LC_VERSION, LC_PROTO_VERSION); exit(0);
 		case 'h': usage(stdout); exit(0);
 		default:
 			return bad("unknown or incomplete option \"%s\"", argv[optind - 1]);

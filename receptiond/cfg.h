@@ -21,6 +21,7 @@ struct rd_cfg {
 	uint64_t max_window;        /* longest range one ENSURE may make resident */
 	const char *log_path;
 	const char *pidfile;
+	const char *metrics_listen; /* ADDR:PORT for /metrics, NULL = none */
 };
 
 extern struct rd_cfg rd_cfg;

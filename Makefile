@@ -1,16 +1,22 @@
 # libception - top-level build.
 #   make                      build everything into build/ (same layout as an install)
-#   make install PREFIX=DIR   install bin/, lib/ and share/libception under DIR (honours DESTDIR)
+#   make install PREFIX=DIR   install bin/, lib/, share/ and the systemd units under DIR, and
+#                             /etc/libception/receptiond.conf if absent (honours DESTDIR)
 #   make test                 install what the tests need (Debian 12, as root), build, run all tests
 #   make demo                 the one-command benchmark: nginx vs nginx under libception on an emulated disk
 PREFIX     ?= /usr/local
+# receptiond reads /etc/libception/receptiond.conf wherever it is installed;
+# the build tree keeps its own copy (build/etc) and never touches /etc.
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
 COMPONENTS  = preload receptiond hddsim vidload
 BUILD       = $(CURDIR)/build
 
 .PHONY: all $(COMPONENTS) install test check demo deps clean
 
 all: $(COMPONENTS)
-	@$(MAKE) --no-print-directory install PREFIX=$(BUILD) DESTDIR= LINK_HARNESS=1 >/dev/null
+	@$(MAKE) --no-print-directory install PREFIX=$(BUILD) SYSCONFDIR=$(BUILD)/etc DESTDIR= \
+	        LINK_HARNESS=1 >/dev/null
 
 $(COMPONENTS):
 	$(MAKE) -C $@
@@ -20,6 +26,13 @@ install: $(COMPONENTS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/libception
 	install -m 755 harness/bin/libception $(DESTDIR)$(PREFIX)/bin/libception
 	install -m 644 VERSION $(DESTDIR)$(PREFIX)/share/libception/VERSION
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/libception
+	sed 's|@BINDIR@|$(PREFIX)/bin|' receptiond/systemd/receptiond.service.in \
+	    > $(DESTDIR)$(UNITDIR)/receptiond.service
+	install -m 644 receptiond/systemd/receptiond.socket $(DESTDIR)$(UNITDIR)/receptiond.socket
+	@# an operator's settings are never overwritten
+	[ -e $(DESTDIR)$(SYSCONFDIR)/libception/receptiond.conf ] || \
+	    install -m 644 receptiond/receptiond.conf $(DESTDIR)$(SYSCONFDIR)/libception/receptiond.conf
 ifeq ($(LINK_HARNESS),1)
 	@# a copy left by `make install PREFIX=build` would take the link inside it
 	[ -L $(DESTDIR)$(PREFIX)/share/libception/harness ] || rm -rf $(DESTDIR)$(PREFIX)/share/libception/harness

@@ -12,20 +12,34 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 COMPONENTS  = preload receptiond hddsim vidload
 BUILD       = $(CURDIR)/build
 
-.PHONY: all $(COMPONENTS) install test check demo deps clean
+# Man pages, made from their docs/ pages (scripts/mkman.sh): one text.
+MAN1 = libception hddsim vidload receptiond-profile
+MAN8 = receptiond libception.so
+MANPAGES = $(MAN1:%=$(BUILD)/man/%.1) $(MAN8:%=$(BUILD)/man/%.8)
 
-all: $(COMPONENTS)
+.PHONY: all $(COMPONENTS) man install test check demo deps clean
+
+all: $(COMPONENTS) man
 	@$(MAKE) --no-print-directory install PREFIX=$(BUILD) SYSCONFDIR=$(BUILD)/etc DESTDIR= \
 	        LINK_HARNESS=1 >/dev/null
 
 $(COMPONENTS):
 	$(MAKE) -C $@
 
-install: $(COMPONENTS)
+man: $(MANPAGES)
+
+$(BUILD)/man/%.1 $(BUILD)/man/%.8: docs/%.md scripts/mkman.sh VERSION
+	@mkdir -p $(@D)
+	scripts/mkman.sh $< $@
+
+install: $(COMPONENTS) man
 	for c in $(COMPONENTS); do $(MAKE) -C $$c install PREFIX=$(PREFIX) || exit 1; done
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/libception
 	install -m 755 harness/bin/libception $(DESTDIR)$(PREFIX)/bin/libception
 	install -m 644 VERSION $(DESTDIR)$(PREFIX)/share/libception/VERSION
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 644 $(filter %.1,$(MANPAGES)) $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 $(filter %.8,$(MANPAGES)) $(DESTDIR)$(PREFIX)/share/man/man8
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/libception
 	sed 's|@BINDIR@|$(PREFIX)/bin|' receptiond/systemd/receptiond.service.in \
 	    > $(DESTDIR)$(UNITDIR)/receptiond.service

@@ -4,6 +4,7 @@
 #                             /etc/libception/receptiond.conf if absent (honours DESTDIR)
 #   make test                 install what the tests need (Debian 12, as root), build, run all tests
 #   make demo                 the one-command benchmark: nginx vs nginx under libception on an emulated disk
+#   make deb                  a Debian package in build/deb (debhelper)
 PREFIX     ?= /usr/local
 # receptiond reads /etc/libception/receptiond.conf wherever it is installed;
 # the build tree keeps its own copy (build/etc) and never touches /etc.
@@ -17,7 +18,7 @@ MAN1 = libception hddsim vidload receptiond-profile
 MAN8 = receptiond libception.so
 MANPAGES = $(MAN1:%=$(BUILD)/man/%.1) $(MAN8:%=$(BUILD)/man/%.8)
 
-.PHONY: all $(COMPONENTS) man install test check demo deps clean
+.PHONY: all $(COMPONENTS) man install test check demo deps deb clean
 
 all: $(COMPONENTS) man
 	@$(MAKE) --no-print-directory install PREFIX=$(BUILD) SYSCONFDIR=$(BUILD)/etc DESTDIR= \
@@ -56,6 +57,23 @@ else
 	cp -r harness $(DESTDIR)$(PREFIX)/share/libception/harness
 	find $(DESTDIR)$(PREFIX)/share/libception/harness -name __pycache__ -prune -exec rm -rf {} +
 endif
+
+# The package is built from a clean copy of the tree (build/deb/src), with
+# Debian's compiler flags, so the working tree's build is left alone; the
+# .deb, .buildinfo and .changes land in build/deb.  The changelog is
+# written here, from VERSION.
+DEB_DIR = $(BUILD)/deb
+deb:
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
+	tar --exclude=./build --exclude=./results --exclude=./.git --exclude=__pycache__ -cf - . \
+	    | tar -C $(DEB_DIR)/src -xf -
+	$(MAKE) -s -C $(DEB_DIR)/src clean >/dev/null
+	printf 'libception (%s) unstable; urgency=medium\n\n  * Built by make deb.\n\n -- %s  %s\n' \
+	    "$$(cat VERSION)" "$$(sed -n 's/^Maintainer: //p' debian/control)" "$$(date -R)" \
+	    > $(DEB_DIR)/src/debian/changelog
+	cd $(DEB_DIR)/src && dpkg-buildpackage -b -us -uc --no-sign >../build.log 2>&1 \
+	    || { tail -n 30 ../build.log; exit 1; }
+	@ls $(DEB_DIR)/*.deb
 
 deps:
 	scripts/install-deps.sh

@@ -54,6 +54,8 @@ in_root libception stats --json > "$t/stats.json"
 echo "daemon-bytes-read: $(python3 -c 'import json,sys; print(sum(d["bytes_read"] for d in json.load(open(sys.argv[1]))["devices"]))' "$t/stats.json")"
 in_root libception stop && echo "stop: ok"
 trap - EXIT
+in_root libception enable demo.service --user www-data >/dev/null
+echo "dropin: $(grep LD_PRELOAD "$r/etc/systemd/system/demo.service.d/libception.conf")"
 
 dpkg --root="$r" --purge libception >/dev/null
 # (man's cache of formatted pages, made when systemd-analyze checked the
@@ -121,5 +123,6 @@ def test_install_run_purge_in_a_throwaway_root(deb, tmp_path):
     assert out["cat"] == want                          # the program's bytes, unchanged
     assert int(out["daemon-bytes-read"]) > 0            # and the daemon read them ahead
     assert out["stop"] == "ok"
-    assert out["left"].strip() == "", out["left"]       # purge removed every file
+    assert out["dropin"] == 'Environment="LD_PRELOAD=/usr/lib/libception.so"'
+    assert out["left"].strip() == "", out["left"]       # purge removed every file, drop-in too
     assert out["group-after-purge"].startswith("libception:x:")   # Debian keeps groups

@@ -17,6 +17,7 @@
  */
 #include "metrics.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,7 @@ struct dev_snap {
 	char name[64];
 	char policy[32];
 	struct rd_dev_stats st;
-	unsigned queue, inflight;
+	uint64_t queue, inflight;
 	uint64_t busy_ns;
 	int has_use;
 	uint64_t useful, wasted, evicted;
@@ -81,20 +82,59 @@ static void snap_device(struct rd_device *d, struct dev_snap *s, uint64_t now)
 	pthread_mutex_unlock(&d->lock);
 }
 
-/* One value per device (of those where cond holds, s being the device):
- * the family's head, then a line per device. */
-#define PER_DEVICE_IF(f, devs, n, cond, metric, type, help, fmt, expr) do {      \
-	head(f, metric, type, help);                                              \
-	for (size_t i_ = 0; i_ < (n); i_++) {                                     \
-		const struct dev_snap *s = &(devs)[i_];                           \
-		if (!(cond))                                                      \
-			continue;                                                 \
-		fprintf(f, "%s{device=\"", metric);                               \
-		label(f, s->name);                                                \
-		fprintf(f, "\"} " fmt "\n", expr);                                \
-	}                                                                         \
-} while (0)
-#define PER_DEVICE(f, devs, n, ...) PER_DEVICE_IF(f, devs, n, 1, __VA_ARGS__)
+/* The per-device series that are one number each, by their place in
+ * struct dev_snap; use: only on devices whose policy keeps the sizing
+ * accounting (docs/prefetch-sizing.md). */
+#define SNAP(field) offsetof(struct dev_snap, field)
+static const struct {
+	const char *metric, *type, *help;
+	size_t off;
+	int use;
+} dev_values[] = {
+	{ "libception_device_requests_total", "counter",
+	  "ENSURE requests for files on the device.", SNAP(st.requests), 0 },
+	{ "libception_device_hits_total", "counter",
+	  "Requests found resident by the daemon, nothing read.", SNAP(st.hits), 0 },
+	{ "libception_device_misses_total", "counter",
+	  "Requests queued or joined to a queued or running read.", SNAP(st.misses), 0 },
+	{ "libception_device_merged_total", "counter",
+	  "Requests joined to another one's read.", SNAP(st.merged), 0 },
+	{ "libception_device_busy_rejected_total", "counter",
+	  "Requests refused because the queue was full.", SNAP(st.busy), 0 },
+	{ "libception_device_read_errors_total", "counter", "Window reads that failed.",
+	  SNAP(st.errors), 0 },
+	{ "libception_device_windows_total", "counter",
+	  "Prefetch windows read (requests after merging).", SNAP(st.reads), 0 },
+	{ "libception_device_asked_bytes_total", "counter", "Bytes the programs asked for.",
+	  SNAP(st.bytes_asked), 0 },
+	{ "libception_device_read_bytes_total", "counter", "Bytes the daemon read from the device.",
+	  SNAP(st.bytes_read), 0 },
+	{ "libception_device_window_bytes_total", "counter", "Bytes of the windows made resident.",
+	  SNAP(st.bytes_window), 0 },
+	{ "libception_device_library_hits_total", "counter",
+	  "Calls the libraries found resident themselves (reported).", SNAP(st.lib_hits), 0 },
+	{ "libception_device_queue_depth", "gauge", "Requests queued now, not yet being read.",
+	  SNAP(queue), 0 },
+	{ "libception_device_inflight_reads", "gauge", "Window reads running now.",
+	  SNAP(inflight), 0 },
+	{ "libception_device_prefetch_useful_bytes_total", "counter",
+	  "Prefetched bytes later asked for.", SNAP(useful), 1 },
+	{ "libception_device_prefetch_wasted_bytes_total", "counter",
+	  "Prefetched bytes never asked for before their stream ended.", SNAP(wasted), 1 },
+	{ "libception_device_prefetch_evicted_bytes_total", "counter",
+	  "Prefetched bytes evicted from the page cache before they were asked for.",
+	  SNAP(evicted), 1 },
+};
+
+/* The start of a device's series: "METRICSUFFIX{device="NAME"", open for
+ * more labels; the caller closes it. */
+static void device_series(FILE *f, const char *metric, const char *suffix,
+                          const struct dev_snap *s)
+{
+	fprintf(f, "%s%s{device=\"", metric, suffix);
+	label(f, s->name);
+	fputc('"', f);
+}
 
 static void hist_series(FILE *f, const char *name, const struct dev_snap *s, const struct hist *h)
 {
@@ -104,78 +144,48 @@ static void hist_series(FILE *f, const char *name, const struct dev_snap *s, con
 		uint64_t bound_ns = (uint64_t)(bounds_s[i] * 1e9);
 		for (; b < HIST_BUCKETS && hist_bucket_top(b) <= bound_ns; b++)
 			below += h->count[b];
-		fprintf(f, "%s_bucket{device=\"", name);
-		label(f, s->name);
-		fprintf(f, "\",le=\"%g\"} %llu\n", bounds_s[i], (unsigned long long)below);
+		device_series(f, name, "_bucket", s);
+		fprintf(f, ",le=\"%g\"} %llu\n", bounds_s[i], (unsigned long long)below);
 	}
-	fprintf(f, "%s_bucket{device=\"", name);
-	label(f, s->name);
-	fprintf(f, "\",le=\"+Inf\"} %llu\n", (unsigned long long)h->total);
-	fprintf(f, "%s_sum{device=\"", name);
-	label(f, s->name);
-	fprintf(f, "\"} %.9f\n", (double)h->sum / 1e9);
-	fprintf(f, "%s_count{device=\"", name);
-	label(f, s->name);
-	fprintf(f, "\"} %llu\n", (unsigned long long)h->total);
+	device_series(f, name, "_bucket", s);
+	fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)h->total);
+	device_series(f, name, "_sum", s);
+	fprintf(f, "} %.9f\n", (double)h->sum / 1e9);
+	device_series(f, name, "_count", s);
+	fprintf(f, "} %llu\n", (unsigned long long)h->total);
 }
 
 static void devices(FILE *f, const struct dev_snap *d, size_t n)
 {
 	head(f, "libception_device_info", "gauge", "A device the daemon serves, with its policy.");
 	for (size_t i = 0; i < n; i++) {
-		fputs("libception_device_info{device=\"", f);
-		label(f, d[i].name);
-		fputs("\",policy=\"", f);
+		device_series(f, "libception_device_info", "", &d[i]);
+		fputs(",policy=\"", f);
 		label(f, d[i].policy);
 		fputs("\"} 1\n", f);
 	}
-#define U(x) (unsigned long long)(x)
-	PER_DEVICE(f, d, n, "libception_device_requests_total", "counter",
-	           "ENSURE requests for files on the device.", "%llu", U(s->st.requests));
-	PER_DEVICE(f, d, n, "libception_device_hits_total", "counter",
-	           "Requests found resident by the daemon, nothing read.", "%llu", U(s->st.hits));
-	PER_DEVICE(f, d, n, "libception_device_misses_total", "counter",
-	           "Requests queued or joined to a queued or running read.", "%llu", U(s->st.misses));
-	PER_DEVICE(f, d, n, "libception_device_merged_total", "counter",
-	           "Requests joined to another one's read.", "%llu", U(s->st.merged));
-	PER_DEVICE(f, d, n, "libception_device_busy_rejected_total", "counter",
-	           "Requests refused because the queue was full.", "%llu", U(s->st.busy));
-	PER_DEVICE(f, d, n, "libception_device_read_errors_total", "counter",
-	           "Window reads that failed.", "%llu", U(s->st.errors));
-	PER_DEVICE(f, d, n, "libception_device_windows_total", "counter",
-	           "Prefetch windows read (requests after merging).", "%llu", U(s->st.reads));
-	PER_DEVICE(f, d, n, "libception_device_asked_bytes_total", "counter",
-	           "Bytes the programs asked for.", "%llu", U(s->st.bytes_asked));
-	PER_DEVICE(f, d, n, "libception_device_read_bytes_total", "counter",
-	           "Bytes the daemon read from the device.", "%llu", U(s->st.bytes_read));
-	PER_DEVICE(f, d, n, "libception_device_window_bytes_total", "counter",
-	           "Bytes of the windows made resident.", "%llu", U(s->st.bytes_window));
-	PER_DEVICE(f, d, n, "libception_device_library_hits_total", "counter",
-	           "Calls the libraries found resident themselves (reported).", "%llu",
-	           U(s->st.lib_hits));
-	PER_DEVICE(f, d, n, "libception_device_busy_seconds_total", "counter",
-	           "Time at least one window read was running.", "%.6f", (double)s->busy_ns / 1e9);
-	PER_DEVICE(f, d, n, "libception_device_queue_depth", "gauge",
-	           "Requests queued now, not yet being read.", "%u", s->queue);
-	PER_DEVICE(f, d, n, "libception_device_inflight_reads", "gauge",
-	           "Window reads running now.", "%u", s->inflight);
-	/* The sizing policies' accounting (docs/prefetch-sizing.md) exists
-	 * only on devices whose policy keeps it. */
 	size_t nuse = 0;
 	for (size_t i = 0; i < n; i++)
 		nuse += d[i].has_use;
-	if (nuse) {
-		PER_DEVICE_IF(f, d, n, s->has_use, "libception_device_prefetch_useful_bytes_total",
-		              "counter", "Prefetched bytes later asked for.", "%llu", U(s->useful));
-		PER_DEVICE_IF(f, d, n, s->has_use, "libception_device_prefetch_wasted_bytes_total",
-		              "counter", "Prefetched bytes never asked for before their stream ended.",
-		              "%llu", U(s->wasted));
-		PER_DEVICE_IF(f, d, n, s->has_use, "libception_device_prefetch_evicted_bytes_total",
-		              "counter",
-		              "Prefetched bytes evicted from the page cache before they were asked for.",
-		              "%llu", U(s->evicted));
+	for (size_t v = 0; v < sizeof dev_values / sizeof *dev_values; v++) {
+		if (dev_values[v].use && !nuse)
+			continue;
+		head(f, dev_values[v].metric, dev_values[v].type, dev_values[v].help);
+		for (size_t i = 0; i < n; i++) {
+			if (dev_values[v].use && !d[i].has_use)
+				continue;
+			uint64_t x;
+			memcpy(&x, (const char *)&d[i] + dev_values[v].off, sizeof x);
+			device_series(f, dev_values[v].metric, "", &d[i]);
+			fprintf(f, "} %llu\n", (unsigned long long)x);
+		}
 	}
-#undef U
+	head(f, "libception_device_busy_seconds_total", "counter",
+	     "Time at least one window read was running.");
+	for (size_t i = 0; i < n; i++) {
+		device_series(f, "libception_device_busy_seconds_total", "", &d[i]);
+		fprintf(f, "} %.6f\n", (double)d[i].busy_ns / 1e9);
+	}
 	head(f, "libception_device_queue_wait_seconds", "histogram",
 	     "Time a request waited in the queue before its window read started.");
 	for (size_t i = 0; i < n; i++)

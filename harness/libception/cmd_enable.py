@@ -9,40 +9,26 @@ receptiond.socket with it.  A service whose workers switch to another user
 Then restart the service.  `libception disable UNIT` undoes it.
 """
 import os
-import sys
 
 from . import service
 from .cmd_run import MODES
 
 
 def add_arguments(p):
-    p.add_argument("unit", metavar="UNIT", help="the service, e.g. nginx.service")
-    p.add_argument("--user", action="append", default=[], metavar="USER",
-                   help="add USER to the group libception (the user the service's workers "
-                        "run as); repeatable")
+    service.add_arguments(p, "add USER to the group libception (the user the service's "
+                             "workers run as)")
     p.add_argument("--mode", choices=MODES, help="LIBCEPTION_MODE for the service")
     p.add_argument("--prefetch", metavar="SIZE", help="LIBCEPTION_PREFETCH for the service")
     p.add_argument("--socket", metavar="PATH",
                    help="receptiond's socket (default /run/libception/receptiond.sock)")
-    p.add_argument("--root", default="/", metavar="DIR",
-                   help="change the system installed under DIR (an image), not this one")
 
 
 def main(args):
-    try:
-        unit = service.unit_name(args.unit)
-        for user in args.user:
-            if service.set_member(user, True, args.root):
-                print(f"libception: enable: {user} added to the group {service.GROUP}")
-        path = service.dropin_path(unit, args.root)
+    def write(unit, path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         env = service.environment(args.mode, args.prefetch, args.socket)
         with open(path, "w", encoding="utf-8") as f:
             f.write(service.dropin_text(unit, env))
         print(f"libception: enable: wrote {path}")
-        if service.reload_systemd(args.root):
-            print(f"libception: enable: now `systemctl restart {unit}`")
-    except (service.ServiceError, OSError) as e:
-        print(f"libception: enable: {e}", file=sys.stderr)
-        return 1
-    return 0
+        return 0
+    return service.run("enable", args, write)

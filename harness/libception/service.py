@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 from . import daemon
 from .cmd_run import library_path
@@ -18,6 +19,34 @@ UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.\\@-]+\.service$")
 
 class ServiceError(Exception):
     """A one-line reason the change was not made."""
+
+
+def add_arguments(p, user_help):
+    """What enable and disable both take: UNIT, --user, --root."""
+    p.add_argument("unit", metavar="UNIT", help="the service, e.g. nginx.service")
+    p.add_argument("--user", action="append", default=[], metavar="USER",
+                   help=user_help + "; repeatable")
+    p.add_argument("--root", default="/", metavar="DIR",
+                   help="change the system installed under DIR (an image), not this one")
+
+
+def run(verb, args, change):
+    """The frame of enable and disable: the unit's name, the users'
+    membership (added for enable), then change(unit, path) on the
+    drop-in; a reload of systemd after it.  Returns the exit status."""
+    try:
+        unit = unit_name(args.unit)
+        done = "added to" if verb == "enable" else "taken out of"
+        for user in args.user:
+            if set_member(user, verb == "enable", args.root):
+                print(f"libception: {verb}: {user} {done} the group {GROUP}")
+        rc = change(unit, dropin_path(unit, args.root))
+        if rc == 0 and reload_systemd(args.root):
+            print(f"libception: {verb}: now `systemctl restart {unit}`")
+        return rc
+    except (ServiceError, OSError) as e:
+        print(f"libception: {verb}: {e}", file=sys.stderr)
+        return 1
 
 
 def unit_name(text):

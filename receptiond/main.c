@@ -24,6 +24,7 @@
 #include "protocol.h"
 #include "server.h"
 #include "stats.h"
+#include "watch.h"
 
 
 /* Each queued request holds a passed fd: allow as many as the system does. */
@@ -122,6 +123,11 @@ int main(int argc, char **argv)
 		rd_server_cleanup();
 		return fail(err);
 	}
+	if (rd_cfg.nwatch && rd_watch_open(rd_cfg.watch_paths, rd_cfg.nwatch, rd_cfg.watch_deadline_ms,
+	                                   rd_cfg.watch_spin_us, err, sizeof err)) {
+		rd_server_cleanup();
+		return fail(err);
+	}
 	int ready = -1;
 	if (!rd_cfg.foreground && daemonize(&ready)) {
 		fprintf(stderr, "receptiond: cannot detach: %s\n", strerror(errno));
@@ -141,12 +147,17 @@ int main(int argc, char **argv)
 	       rd_cfg.npolicies ? rd_cfg.policies[0].name : "fixed",
 	       rd_cfg.metrics_listen ? "; metrics on http://" : "",
 	       rd_cfg.metrics_listen ? rd_cfg.metrics_listen : "");
+	if (rd_cfg.nwatch && rd_watch_run(rd_cfg.socket_path, err, sizeof err)) {
+		rd_server_cleanup();
+		return fail(err);
+	}
 	if (ready >= 0) {
 		ssize_t w = write(ready, "1", 1);
 		(void)w;
 		close(ready);
 	}
 	rc = rd_server_run();
+	rd_watch_stop();
 	rd_server_cleanup();
 	rd_device_stop_all();
 	if (rd_cfg.pidfile)

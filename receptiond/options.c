@@ -24,7 +24,7 @@
 enum {
 	/* settings: flags and file keys */
 	O_SOCKET = 1, O_FOREGROUND, O_PREFETCH, O_POLICY, O_QUEUE_DEPTH, O_IDLE_TIMEOUT,
-	O_LOG, O_PIDFILE, O_METRICS_LISTEN,
+	O_LOG, O_PIDFILE, O_METRICS_LISTEN, O_WATCH, O_WATCH_DEADLINE, O_WATCH_SPIN,
 	/* the command line only */
 	O_CONFIG, O_NO_CONFIG, O_CHECK_CONFIG, O_VERSION, O_HELP,
 };
@@ -39,6 +39,9 @@ static const struct option opts[] = {
 	{ "log", required_argument, 0, O_LOG },
 	{ "pidfile", required_argument, 0, O_PIDFILE },
 	{ "metrics-listen", required_argument, 0, O_METRICS_LISTEN },
+	{ "watch", required_argument, 0, O_WATCH },
+	{ "watch-deadline", required_argument, 0, O_WATCH_DEADLINE },
+	{ "watch-spin", required_argument, 0, O_WATCH_SPIN },
 	{ "config", required_argument, 0, O_CONFIG },
 	{ "no-config", no_argument, 0, O_NO_CONFIG },
 	{ "check-config", no_argument, 0, O_CHECK_CONFIG },
@@ -51,6 +54,7 @@ static const char usage_text[] =
 	"usage: receptiond [--socket PATH] [--foreground] [--prefetch SIZE]\n"
 	"                  [--policy [DEVICE=]NAME[:ARGS]]... [--queue-depth N]\n"
 	"                  [--idle-timeout SEC] [--log FILE] [--pidfile FILE]\n"
+	"                  [--watch PATH]... [--watch-deadline MS] [--watch-spin US]\n"
 	"                  [--metrics-listen ADDR:PORT] [--config FILE | --no-config]\n"
 	"                  [--check-config] [--version] [--help]\n";
 
@@ -66,6 +70,10 @@ static const char help_text[] =
 	"  --idle-timeout SEC      exit after SEC without clients or requests (default 0: never)\n"
 	"  --log FILE              append the log to FILE (default stderr)\n"
 	"  --pidfile FILE          write the daemon's pid to FILE\n"
+	"  --watch PATH            watch mode: fanotify pre-content events on PATH's mount;\n"
+	"                          repeatable (up to 16)\n"
+	"  --watch-deadline MS     a watched reader waits at most MS (1-60000, default 500)\n"
+	"  --watch-spin US         poll for the next event this long before sleeping (0-10000)\n"
 	"  --metrics-listen ADDR:PORT  serve Prometheus metrics on http://ADDR:PORT/metrics\n"
 	"  --config FILE           settings file (default " RD_DEFAULT_CONFIG " if present);\n"
 	"                          NAME = VALUE per line, NAME any option above but --config\n"
@@ -73,8 +81,21 @@ static const char help_text[] =
 	"  --check-config          check the settings file and flags, then exit\n"
 	"See receptiond(8).\n";
 
-/* Set by the first policy given as a flag: the file's policies go. */
-static int policies_from_file;
+/* The repeatable settings (policy, watch) whose list came from the file:
+ * the first flag of one replaces the file's list. */
+static unsigned lists_from_file;
+
+static int list_start(int code, int from_file)
+{
+	unsigned bit = 1u << code;
+	if (from_file) {
+		lists_from_file |= bit;
+		return 0;
+	}
+	int replace = !!(lists_from_file & bit);
+	lists_from_file &= ~bit;
+	return replace;
+}
 
 static int parse_uint(const char *s, unsigned *out, unsigned max)
 {
@@ -125,10 +146,8 @@ static int set(int code, const char *name, const char *val, int from_file, char 
 		snprintf(err, n, "%s \"%s\": expected a size up to 1G (e.g. 2M, 512K)", name, val);
 		return -1;
 	case O_POLICY:
-		if (!from_file && policies_from_file) {
+		if (list_start(code, from_file))
 			rd_cfg.npolicies = 0;
-			policies_from_file = 0;
-		}
 		if (rd_cfg.npolicies == RD_MAX_POLICY_SPECS) {
 			snprintf(err, n, "%s \"%s\": too many policies", name, val);
 			return -1;
@@ -138,9 +157,26 @@ static int set(int code, const char *name, const char *val, int from_file, char 
 			return -1;
 		}
 		rd_cfg.npolicies++;
-		if (from_file)
-			policies_from_file = 1;
 		return 0;
+	case O_WATCH:
+		if (list_start(code, from_file))
+			rd_cfg.nwatch = 0;
+		if (rd_cfg.nwatch == RD_WATCH_MAX_PATHS) {
+			snprintf(err, n, "%s \"%s\": too many paths", name, val);
+			return -1;
+		}
+		rd_cfg.watch_paths[rd_cfg.nwatch++] = (char *)val;
+		return 0;
+	case O_WATCH_DEADLINE:
+		if (parse_uint(val, &rd_cfg.watch_deadline_ms, 60000) == 0 && rd_cfg.watch_deadline_ms)
+			return 0;
+		snprintf(err, n, "%s \"%s\": expected milliseconds from 1 to 60000", name, val);
+		return -1;
+	case O_WATCH_SPIN:
+		if (parse_uint(val, &rd_cfg.watch_spin_us, 10000) == 0)
+			return 0;
+		snprintf(err, n, "%s \"%s\": expected microseconds from 0 to 10000", name, val);
+		return -1;
 	case O_QUEUE_DEPTH:
 		if (parse_uint(val, &rd_cfg.queue_depth, 1u << 20) == 0 && rd_cfg.queue_depth)
 			return 0;

@@ -10,6 +10,7 @@
 #include "cfg.h"
 #include "device.h"
 #include "json.h"
+#include "watch.h"
 
 struct rd_stats rd_stats;
 
@@ -205,6 +206,7 @@ char *rd_stats_json(void)
 	}
 	rd_json_arr_end(&j);
 	rd_json_u64(&j, "clients_forgotten", rd_stats.clients_dropped);
+	rd_watch_json(&j);
 	rd_json_obj_end(&j);
 	const char *t = rd_json_text(&j);
 	char *out = t ? strdup(t) : NULL;

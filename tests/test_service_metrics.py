@@ -52,7 +52,7 @@ def sample(text, name, **labels):
 @pytest.fixture
 def daemon_with_metrics(daemon_dir, tmp_path):
     port = free_port()
-    d = Daemon(daemon_dir, ["--no-config", "--metrics-listen", f"127.0.0.1:{port}",
+    d = Daemon(daemon_dir, ["--metrics-listen", f"127.0.0.1:{port}",
                             "--policy", "bitrate:scale=none,size=4M"]).start()
     # traffic: a cold file read through the library, 4 KiB at a time
     path = make_cold_file(str(tmp_path / "cold"), 16 << 20)

@@ -5,10 +5,11 @@ set -euo pipefail
 
 APT_PACKAGES=(build-essential pkg-config fuse3 libfuse3-dev
               nginx apache2 lighttpd curl strace psmisc procps diffutils tar
-              prometheus pandoc man-db debhelper lintian fakeroot systemd)
+              prometheus pandoc man-db debhelper lintian fakeroot systemd systemd-container)
 # prometheus: promtool checks the metrics; pandoc: the man pages from
 # docs/*.md; debhelper, lintian, fakeroot: `make deb` and its test;
-# systemd: systemd-analyze and systemd-socket-activate for the unit tests.
+# systemd: systemd-analyze and systemd-socket-activate for the unit tests;
+# systemd-container: systemd-nspawn for scripts/service_walkthrough.sh.
 PY_MODULES=(pytest numpy matplotlib)
 
 missing=()

@@ -1,7 +1,8 @@
 """`make deb`: a Debian package that lintian passes (with the overrides
 debian/libception.lintian-overrides explains), that installs into a
 throwaway root, makes its group, runs `libception run -- cat` there with
-the daemon it starts, and that purge removes again.
+the daemon it starts, and that purge removes again; and README's "Install
+as a service" followed under a real systemd (scripts/service_walkthrough.sh).
 
 The throwaway root is this machine's own Debian 12 under an overlay
 (changes go to a tmpfs), in a mount namespace of its own, so nothing of
@@ -126,3 +127,19 @@ def test_install_run_purge_in_a_throwaway_root(deb, tmp_path):
     assert out["dropin"] == 'Environment="LD_PRELOAD=/usr/lib/libception.so"'
     assert out["left"].strip() == "", out["left"]       # purge removed every file, drop-in too
     assert out["group-after-purge"].startswith("libception:x:")   # Debian keeps groups
+
+
+@pytest.mark.skipif(not shutil.which("systemd-nspawn"),
+                    reason="systemd-nspawn (Debian package systemd-container) not installed")
+@pytest.mark.skipif(not (shutil.which("nginx") and shutil.which("prometheus")),
+                    reason="nginx and prometheus not installed")
+def test_readme_walkthrough_under_systemd(deb):
+    """systemd as PID 1 (this machine's Debian booted in a container):
+    socket activation, the unit's capabilities, nginx under `libception
+    enable`, Prometheus scraping /metrics, man, journal, purge."""
+    r = subprocess.run([os.path.join(ROOT, "scripts", "service_walkthrough.sh"), deb],
+                       capture_output=True, text=True, timeout=600)
+    steps = [line for line in r.stdout.splitlines() if line.startswith(("ok: ", "FAILED: "))]
+    assert r.returncode == 0 and steps[-1] == "ok: walkthrough complete", r.stdout + r.stderr
+    assert not any(line.startswith("FAILED") for line in steps), steps
+    assert len(steps) == 11, steps

@@ -11,4 +11,6 @@ struct rd_cfg rd_cfg = {
 	.max_window = 64u << 20,
 	.watch_deadline_ms = RD_WATCH_DEFAULT_DEADLINE_MS,
 	.watch_spin_us = RD_WATCH_DEFAULT_SPIN_US,
+	.order = RD_ORDER_POSITION,
+	.deadline_ns = 2000ull * 1000000u,
 };

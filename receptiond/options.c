@@ -19,12 +19,14 @@
 
 #include "cfg.h"
 #include "metrics.h"
+#include "order.h"
 #include "protocol.h"
 
 enum {
 	/* settings: flags and file keys */
 	O_SOCKET = 1, O_FOREGROUND, O_PREFETCH, O_POLICY, O_QUEUE_DEPTH, O_IDLE_TIMEOUT,
-	O_LOG, O_PIDFILE, O_METRICS_LISTEN, O_WATCH, O_WATCH_DEADLINE, O_WATCH_SPIN,
+	O_ORDER, O_DEADLINE, O_INFLIGHT, O_LOG, O_PIDFILE, O_METRICS_LISTEN, O_WATCH,
+	O_WATCH_DEADLINE, O_WATCH_SPIN,
 	/* the command line only */
 	O_CONFIG, O_NO_CONFIG, O_CHECK_CONFIG, O_VERSION, O_HELP,
 };
@@ -36,6 +38,9 @@ static const struct option opts[] = {
 	{ "policy", required_argument, 0, O_POLICY },
 	{ "queue-depth", required_argument, 0, O_QUEUE_DEPTH },
 	{ "idle-timeout", required_argument, 0, O_IDLE_TIMEOUT },
+	{ "order", required_argument, 0, O_ORDER },
+	{ "deadline", required_argument, 0, O_DEADLINE },
+	{ "inflight", required_argument, 0, O_INFLIGHT },
 	{ "log", required_argument, 0, O_LOG },
 	{ "pidfile", required_argument, 0, O_PIDFILE },
 	{ "metrics-listen", required_argument, 0, O_METRICS_LISTEN },
@@ -53,6 +58,7 @@ static const struct option opts[] = {
 static const char usage_text[] =
 	"usage: receptiond [--socket PATH] [--foreground] [--prefetch SIZE]\n"
 	"                  [--policy [DEVICE=]NAME[:ARGS]]... [--queue-depth N]\n"
+	"                  [--order position|fifo] [--deadline MS] [--inflight N]\n"
 	"                  [--idle-timeout SEC] [--log FILE] [--pidfile FILE]\n"
 	"                  [--watch PATH]... [--watch-deadline MS] [--watch-spin US]\n"
 	"                  [--metrics-listen ADDR:PORT] [--config FILE | --no-config]\n"
@@ -67,6 +73,10 @@ static const char help_text[] =
 	"  --prefetch SIZE         default prefetch window, e.g. 2M (default 2M, at most 1G)\n"
 	"  --policy [DEVICE=]NAME[:ARGS]  sizing policy, per device or for all; repeatable\n"
 	"  --queue-depth N         queued misses per device before BUSY (default 1024)\n"
+	"  --order position|fifo   queue order: by disk position, users in turn (default), or FIFO\n"
+	"  --deadline MS           position order: a request this old goes next (default 2000;\n"
+	"                          0: no age bound)\n"
+	"  --inflight N            window reads sent to a device at once (1-64)\n"
 	"  --idle-timeout SEC      exit after SEC without clients or requests (default 0: never)\n"
 	"  --log FILE              append the log to FILE (default stderr)\n"
 	"  --pidfile FILE          write the daemon's pid to FILE\n"
@@ -181,6 +191,25 @@ static int set(int code, const char *name, const char *val, int from_file, char 
 		if (parse_uint(val, &rd_cfg.queue_depth, 1u << 20) == 0 && rd_cfg.queue_depth)
 			return 0;
 		snprintf(err, n, "%s \"%s\": expected a number from 1", name, val);
+		return -1;
+	case O_ORDER:
+		if (rd_order_mode_parse(val, &rd_cfg.order) == 0)
+			return 0;
+		snprintf(err, n, "%s \"%s\": expected position or fifo", name, val);
+		return -1;
+	case O_DEADLINE: {
+		unsigned ms;
+		if (parse_uint(val, &ms, 3600u * 1000u) == 0) {
+			rd_cfg.deadline_ns = (uint64_t)ms * 1000000u;
+			return 0;
+		}
+		snprintf(err, n, "%s \"%s\": expected milliseconds (0: no age bound)", name, val);
+		return -1;
+	}
+	case O_INFLIGHT:
+		if (parse_uint(val, &rd_cfg.inflight, 64) == 0 && rd_cfg.inflight)
+			return 0;
+		snprintf(err, n, "%s \"%s\": expected a number from 1 to 64", name, val);
 		return -1;
 	case O_IDLE_TIMEOUT:
 		if (parse_uint(val, &rd_cfg.idle_timeout, 1u << 30) == 0)

@@ -74,6 +74,10 @@ def test_text_passes_promtool_and_matches_the_stats(daemon_with_metrics):
     assert sample(r.stdout, "libception_device_requests_total", device=name) == dev["requests"]
     assert sample(r.stdout, "libception_device_read_bytes_total", device=name) == dev["bytes_read"]
     assert sample(r.stdout, "libception_device_windows_total", device=name) == dev["reads"] > 0
+    for metric, key in [("user_turns", "user_turns"), ("deadline_misses", "deadline_misses"),
+                        ("window_cuts", "cuts"), ("head_travel_bytes", "head_travel_bytes")]:
+        assert sample(r.stdout, f"libception_device_{metric}_total",
+                      device=name) == dev["order"][key], metric
     # histograms: +Inf and _count are the statistics' counts
     for metric, key in [("libception_device_queue_wait_seconds", "wait_us"),
                         ("libception_device_service_seconds", "service_us")]:

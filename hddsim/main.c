@@ -49,7 +49,8 @@ static void usage(FILE *f)
 		"  --segments N            drive cache segments (default: preset)\n"
 		"  --meta-group BYTES      inode table every BYTES; 0 = no metadata reads (default 134217728)\n"
 		"  --no-allow-other        only the mounting user may read\n"
-		"  --no-realtime           do not sleep at SCHED_FIFO priority 1 (wakes may be late)\n");
+		"  --no-realtime           do not sleep at SCHED_FIFO priority 1 (wakes may be late)\n"
+		"  --version               print the version and exit\n");
 }
 
 static int bad(const char *what, const char *val)
@@ -79,7 +80,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{"max-background", 1, 0, 'b'}, {"congestion-threshold", 1, 0, 'c'},
 		{"threads", 1, 0, 'T'}, {"policy", 1, 0, 'p'}, {"queue-depth", 1, 0, 'q'},
 		{"readahead", 1, 0, 'a'}, {"segments", 1, 0, 'S'}, {"meta-group", 1, 0, 'm'},
-		{"no-allow-other", 0, 0, 'n'}, {"spread", 0, 0, 'P'}, {"no-realtime", 0, 0, 'R'}, {"list-drives", 0, 0, 'L'}, {"help", 0, 0, 'h'},
+		{"no-allow-other", 0, 0, 'n'}, {"spread", 0, 0, 'P'}, {"no-realtime", 0, 0, 'R'}, {"list-drives", 0, 0, 'L'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
 		{0, 0, 0, 0},
 	};
 	*o = (struct opts){ .drive = "wd-red", .max_request = 1 << 20, .threads = 128,
@@ -101,6 +102,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'R': o->realtime = 0; break;
 		case 'L': o->list = 1; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': printf(PROG " %s\n", LC_VERSION); exit(0);
 		case 's': {
 			char *end;
 			o->placed = 1;

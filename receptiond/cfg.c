@@ -1,4 +1,4 @@
-/* cfg.c - the settings and their defaults (main.c fills them in). */
+/* cfg.c - the settings and their defaults (options.c fills them in). */
 #include "cfg.h"
 
 #include "protocol.h"
@@ -9,6 +9,8 @@ struct rd_cfg rd_cfg = {
 	.conn_pending = 8,
 	.max_conns = 4096,
 	.max_window = 64u << 20,
+	.watch_deadline_ms = RD_WATCH_DEFAULT_DEADLINE_MS,
+	.watch_spin_us = RD_WATCH_DEFAULT_SPIN_US,
 	.order = RD_ORDER_POSITION,
 	.deadline_ns = 2000ull * 1000000u,
 };

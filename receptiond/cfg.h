@@ -1,4 +1,5 @@
-/* cfg.h - receptiond's settings, filled from the command line (main.c). */
+/* cfg.h - receptiond's settings, filled from its configuration file and
+ * command line (options.c). */
 #ifndef RD_CFG_H
 #define RD_CFG_H
 
@@ -6,6 +7,7 @@
 
 #include "order.h"
 #include "policy.h"
+#include "watch.h"
 
 #define RD_MAX_POLICY_SPECS 16
 
@@ -25,6 +27,11 @@ struct rd_cfg {
 	unsigned inflight;          /* --inflight: windows read at once, 0 = the policy's */
 	const char *log_path;
 	const char *pidfile;
+	const char *metrics_listen; /* ADDR:PORT for /metrics, NULL = none */
+	char *watch_paths[RD_WATCH_MAX_PATHS]; /* --watch: mounts to mark */
+	unsigned nwatch;
+	unsigned watch_deadline_ms;
+	unsigned watch_spin_us;
 };
 
 extern struct rd_cfg rd_cfg;

@@ -216,7 +216,8 @@ static struct rd_device *create(dev_t fs_dev)
 	       minor(info.disk), d->policy.ops->name, d->args[0] ? ":" : "", d->args, d->nworkers,
 	       d->nworkers == 1 ? "" : "s",
 	       d->policy.direct ? ", direct (ENSUREs answered at once, the library reads)" : "");
-	*devices_tail = d;
+	/* Published whole: the metrics thread walks the list unlocked. */
+	__atomic_store_n(devices_tail, d, __ATOMIC_RELEASE);
 	devices_tail = &d->next;
 	return d;
 fail:
@@ -359,7 +360,7 @@ struct rd_lib_disk *rd_lib_disk_list(void)
 
 struct rd_device *rd_device_list(void)
 {
-	return devices;
+	return __atomic_load_n(&devices, __ATOMIC_ACQUIRE);
 }
 
 unsigned rd_device_busy(void)

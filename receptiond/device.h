@@ -55,7 +55,9 @@ struct rd_lib_disk {
 int rd_device_count_library(dev_t fs_dev, const struct lc_report_dev *e);
 /* Library-only disks, in the order first reported (main thread only). */
 struct rd_lib_disk *rd_lib_disk_list(void);
-/* All devices, in creation order (main thread only). */
+/* All devices, in creation order.  Any thread may walk the list (load
+ * each next with __ATOMIC_ACQUIRE): devices are appended whole and never
+ * removed. */
 struct rd_device *rd_device_list(void);
 /* Stop every worker after its current piece and wait for them. */
 void rd_device_stop_all(void);

@@ -1,5 +1,5 @@
 /*
- * main.c - receptiond: options, daemonizing, and the run of the server.
+ * main.c - receptiond: start-up (options.c has the settings), daemonizing, and the run of the server.
  *
  * Without --foreground the daemon detaches (setsid, double fork) and the
  * command returns 0 only once the socket accepts connections, so a
@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,148 +19,13 @@
 #include "cfg.h"
 #include "device.h"
 #include "log.h"
+#include "metrics.h"
+#include "options.h"
 #include "protocol.h"
 #include "server.h"
 #include "stats.h"
 #include "watch.h"
 
-#define RD_VERSION "0.1"
-
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-	        "usage: receptiond [--socket PATH] [--foreground] [--prefetch SIZE]\n"
-	        "                  [--policy [DEVICE=]NAME[:ARGS]]... [--queue-depth N]\n"
-	        "                  [--order position|fifo] [--deadline MS] [--inflight N]\n"
-	        "                  [--idle-timeout SEC] [--log FILE] [--pidfile FILE] [--version]\n"
-	        "                  [--watch PATH]... [--watch-deadline MS] [--watch-spin US]\n");
-}
-
-static int bad(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "receptiond: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n");
-	usage(stderr);
-	return 2;
-}
-
-static int parse_uint(const char *s, unsigned *out, unsigned max)
-{
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v > max || *s == '-')
-		return -1;
-	*out = (unsigned)v;
-	return 0;
-}
-
-static char default_socket[128];
-static char *watch_paths[RD_WATCH_MAX_PATHS];
-static unsigned nwatch, watch_deadline_ms = RD_WATCH_DEFAULT_DEADLINE_MS;
-static unsigned watch_spin_us = RD_WATCH_DEFAULT_SPIN_US;
-
-static int parse_options(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "socket", required_argument, 0, 's' },
-		{ "foreground", no_argument, 0, 'f' },
-		{ "prefetch", required_argument, 0, 'p' },
-		{ "policy", required_argument, 0, 'P' },
-		{ "queue-depth", required_argument, 0, 'q' },
-		{ "idle-timeout", required_argument, 0, 'i' },
-		{ "order", required_argument, 0, 'o' },
-		{ "deadline", required_argument, 0, 'D' },
-		{ "inflight", required_argument, 0, 'n' },
-		{ "log", required_argument, 0, 'l' },
-		{ "pidfile", required_argument, 0, 'd' },
-		{ "watch", required_argument, 0, 'w' },
-		{ "watch-deadline", required_argument, 0, 'W' },
-		{ "watch-spin", required_argument, 0, 'S' },
-		{ "version", no_argument, 0, 'V' },
-		{ "help", no_argument, 0, 'h' },
-		{ 0, 0, 0, 0 },
-	};
-	int o;
-	char err[256];
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (o) {
-		case 's': rd_cfg.socket_path = optarg; break;
-		case 'f': rd_cfg.foreground = 1; break;
-		case 'p':
-			if (rd_parse_size(optarg, &rd_cfg.prefetch) || rd_cfg.prefetch > (1ull << 30))
-				return bad("--prefetch \"%s\": expected a size up to 1G (e.g. 2M, 512K)", optarg);
-			break;
-		case 'P':
-			if (rd_cfg.npolicies == RD_MAX_POLICY_SPECS)
-				return bad("--policy \"%s\": too many policies", optarg);
-			if (rd_policy_spec_parse(optarg, &rd_cfg.policies[rd_cfg.npolicies], err, sizeof err))
-				return bad("%s", err);
-			rd_cfg.npolicies++;
-			break;
-		case 'q':
-			if (parse_uint(optarg, &rd_cfg.queue_depth, 1u << 20) || !rd_cfg.queue_depth)
-				return bad("--queue-depth \"%s\": expected a number from 1", optarg);
-			break;
-		case 'i':
-			if (parse_uint(optarg, &rd_cfg.idle_timeout, 1u << 30))
-				return bad("--idle-timeout \"%s\": expected seconds", optarg);
-			break;
-		case 'w':
-			if (nwatch == RD_WATCH_MAX_PATHS)
-				return bad("--watch \"%s\": too many paths", optarg);
-			watch_paths[nwatch++] = optarg;
-			break;
-		case 'W':
-			if (parse_uint(optarg, &watch_deadline_ms, 60000) || !watch_deadline_ms)
-				return bad("--watch-deadline \"%s\": expected milliseconds from 1 to 60000", optarg);
-			break;
-		case 'S':
-			if (parse_uint(optarg, &watch_spin_us, 10000))
-				return bad("--watch-spin \"%s\": expected microseconds from 0 to 10000", optarg);
-			break;
-		case 'o':
-			if (rd_order_mode_parse(optarg, &rd_cfg.order))
-				return bad("--order \"%s\": expected position or fifo", optarg);
-			break;
-		case 'D': {
-			unsigned ms;
-			if (parse_uint(optarg, &ms, 3600u * 1000u))
-				return bad("--deadline \"%s\": expected milliseconds (0: no age bound)", optarg);
-			rd_cfg.deadline_ns = (uint64_t)ms * 1000000u;
-			break;
-		}
-		case 'n':
-			if (parse_uint(optarg, &rd_cfg.inflight, 64) || !rd_cfg.inflight)
-				return bad("--inflight \"%s\": expected a number from 1 to 64", optarg);
-			break;
-		case 'l': rd_cfg.log_path = optarg; break;
-		case 'd': rd_cfg.pidfile = optarg; break;
-		case 'V': printf("receptiond %s (protocol %d)\n", RD_VERSION, LC_PROTO_VERSION); exit(0);
-		case 'h': usage(stdout); exit(0);
-		default:
-			return bad("unknown or incomplete option \"%s\"", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return bad("unexpected argument \"%s\"", argv[optind]);
-	if (!rd_cfg.socket_path) {
-		const char *env = getenv(LC_ENV_SOCKET);
-		if (env && *env) {
-			rd_cfg.socket_path = env;
-		} else if (getuid() == 0) {
-			rd_cfg.socket_path = LC_DEFAULT_SOCKET_ROOT;
-		} else {
-			snprintf(default_socket, sizeof default_socket, LC_DEFAULT_SOCKET_USER,
-			         (unsigned)getuid());
-			rd_cfg.socket_path = default_socket;
-		}
-	}
-	return 0;
-}
 
 /* Each queued request holds a passed fd: allow as many as the system does. */
 static void raise_fd_limit(void)
@@ -232,10 +96,18 @@ static int write_pidfile(const char *path)
 	return fclose(f);
 }
 
+static int fail(const char *msg)
+{
+	fprintf(stderr, "receptiond: %s\n", msg);
+	if (rd_cfg.log_path)
+		rd_log("%s", msg);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
-	int rc = parse_options(argc, argv);
-	if (rc)
+	int rc = rd_options_parse(argc, argv);
+	if (rc >= 0)
 		return rc;
 	char err[512];
 	signal(SIGPIPE, SIG_IGN);
@@ -244,18 +116,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	raise_fd_limit();
-	if (rd_server_listen(rd_cfg.socket_path, err, sizeof err)) {
-		fprintf(stderr, "receptiond: %s\n", err);
-		if (rd_cfg.log_path)
-			rd_log("%s", err);
-		return 1;
-	}
-	if (nwatch && rd_watch_open(watch_paths, nwatch, watch_deadline_ms, watch_spin_us, err, sizeof err)) {
-		fprintf(stderr, "receptiond: %s\n", err);
-		if (rd_cfg.log_path)
-			rd_log("%s", err);
+	int adopted = rd_server_adopt_systemd(err, sizeof err);
+	if (adopted < 0 || (!adopted && rd_server_listen(rd_cfg.socket_path, err, sizeof err)))
+		return fail(err);
+	if (rd_cfg.metrics_listen && rd_metrics_bind(rd_cfg.metrics_listen, err, sizeof err)) {
 		rd_server_cleanup();
-		return 1;
+		return fail(err);
+	}
+	if (rd_cfg.nwatch && rd_watch_open(rd_cfg.watch_paths, rd_cfg.nwatch, rd_cfg.watch_deadline_ms,
+	                                   rd_cfg.watch_spin_us, err, sizeof err)) {
+		rd_server_cleanup();
+		return fail(err);
 	}
 	int ready = -1;
 	if (!rd_cfg.foreground && daemonize(&ready)) {
@@ -263,18 +134,22 @@ int main(int argc, char **argv)
 		rd_server_cleanup();
 		return 1;
 	}
+	if (rd_metrics_start(err, sizeof err)) {
+		rd_log("%s", err);
+		rd_server_cleanup();
+		return 1;
+	}
 	if (rd_cfg.pidfile && write_pidfile(rd_cfg.pidfile))
 		rd_log("pidfile \"%s\": %s", rd_cfg.pidfile, strerror(errno));
 	rd_stats.started_ns = rd_now_ns();
-	rd_log("listening on %s (pid %d, prefetch %llu, policy %s)", rd_cfg.socket_path, (int)getpid(),
-	       (unsigned long long)rd_cfg.prefetch,
-	       rd_cfg.npolicies ? rd_cfg.policies[0].name : "fixed");
-	if (nwatch && rd_watch_run(rd_cfg.socket_path, err, sizeof err)) {
-		fprintf(stderr, "receptiond: %s\n", err);
-		if (rd_cfg.log_path)
-			rd_log("%s", err);
+	rd_log("listening on %s%s (pid %d, prefetch %llu, policy %s)%s%s", rd_cfg.socket_path,
+	       adopted ? " (from systemd)" : "", (int)getpid(), (unsigned long long)rd_cfg.prefetch,
+	       rd_cfg.npolicies ? rd_cfg.policies[0].name : "fixed",
+	       rd_cfg.metrics_listen ? "; metrics on http://" : "",
+	       rd_cfg.metrics_listen ? rd_cfg.metrics_listen : "");
+	if (rd_cfg.nwatch && rd_watch_run(rd_cfg.socket_path, err, sizeof err)) {
 		rd_server_cleanup();
-		return 1;
+		return fail(err);
 	}
 	if (ready >= 0) {
 		ssize_t w = write(ready, "1", 1);

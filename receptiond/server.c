@@ -25,6 +25,7 @@
 #include "cfg.h"
 #include "device.h"
 #include "log.h"
+#include "metrics.h"
 #include "protocol.h"
 #include "stats.h"
 
@@ -131,6 +132,53 @@ int rd_server_listen(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * systemd's socket activation (sd_listen_fds(3)): LISTEN_PID names this
+ * process and LISTEN_FDS the number of sockets passed from fd 3 on.  Read
+ * here rather than through libsystemd: the protocol is these two
+ * variables, and the daemon keeps no dependency beyond libc.
+ */
+#define RD_LISTEN_FDS_START 3
+
+int rd_server_adopt_systemd(char *err, size_t errlen)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid())
+		return 0;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (strcmp(fds, "1")) {
+		snprintf(err, errlen, "systemd passed %s sockets (LISTEN_FDS); expected one", fds);
+		return -1;
+	}
+	int fd = RD_LISTEN_FDS_START, type = 0, listening = 0;
+	socklen_t tl = sizeof type, ll = sizeof listening;
+	struct sockaddr_un sa;
+	socklen_t sl = sizeof sa;
+	memset(&sa, 0, sizeof sa);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) || sa.sun_family != AF_UNIX ||
+	    type != SOCK_SEQPACKET || !listening) {
+		snprintf(err, errlen, "the socket systemd passed is not a listening Unix "
+		         "SOCK_SEQPACKET socket (ListenSequentialPacket=)");
+		return -1;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) || fcntl(fd, F_SETFD, FD_CLOEXEC)) {
+		snprintf(err, errlen, "systemd's socket: %s", strerror(errno));
+		return -1;
+	}
+	/* Its file is systemd's: socket_path stays empty, so it is never
+	 * unlinked here; the name is only shown in the statistics. */
+	static char name[sizeof sa.sun_path + 1];
+	snprintf(name, sizeof name, "%.*s", (int)sizeof sa.sun_path, sa.sun_path);
+	rd_cfg.socket_path = name;
+	listen_fd = fd;
+	return 1;
+}
+
 void rd_server_cleanup(void)
 {
 	/* Remove the socket only if it is still ours (a successor may have
@@ -223,9 +271,10 @@ static void handle_ensure(struct rd_conn *c, const struct lc_ensure *m, int fd)
 	rd_device_submit(d, c, m, fd, &st);
 }
 
-static void handle_stats(struct rd_conn *c, const struct lc_header *h)
+/* The statistics (JSON) or the metrics (Prometheus text): a reply header,
+ * then the text in chunks. */
+static void send_text(struct rd_conn *c, const struct lc_header *h, char *json)
 {
-	char *json = rd_stats_json();
 	size_t len = json ? strlen(json) : 0;
 	uint32_t chunks = (uint32_t)((len + LC_STATS_CHUNK - 1) / LC_STATS_CHUNK);
 	struct lc_stats_reply r = {
@@ -284,7 +333,9 @@ static int handle_message(struct rd_conn *c, const char *buf, ssize_t n, int fla
 	switch (h->type) {
 	case LC_MSG_ENSURE: want = sizeof(struct lc_ensure); break;
 	case LC_MSG_REPORT: want = sizeof(struct lc_report); break;
-	case LC_MSG_STATS: case LC_MSG_SHUTDOWN: want = sizeof(struct lc_header); break;
+	case LC_MSG_STATS: case LC_MSG_METRICS: case LC_MSG_SHUTDOWN:
+		want = sizeof(struct lc_header);
+		break;
 	default:
 		malformed(c, "unknown message type");
 		goto out;
@@ -314,7 +365,10 @@ static int handle_message(struct rd_conn *c, const char *buf, ssize_t n, int fla
 		rd_stats_report((const void *)buf);
 		break;
 	case LC_MSG_STATS:
-		handle_stats(c, h);
+		send_text(c, h, rd_stats_json());
+		break;
+	case LC_MSG_METRICS:
+		send_text(c, h, rd_metrics_text());
 		break;
 	case LC_MSG_SHUTDOWN:
 		if (c->uid != 0 && c->uid != getuid()) {
@@ -345,6 +399,19 @@ static void conn_close(struct rd_conn *c)
 	rd_conn_put(c);
 }
 
+/*
+ * Whether a connected peer may use the daemon: the one place the access
+ * model is applied, for a socket made here and one passed by systemd
+ * alike.  Today whoever can open the socket file may: its mode and group
+ * (0666 when made here; SocketMode= and SocketGroup= under systemd) are
+ * the whole check.
+ */
+static int peer_allowed(const struct ucred *cred)
+{
+	(void)cred;
+	return 1;
+}
+
 static void accept_all(void)
 {
 	for (;;) {
@@ -364,7 +431,7 @@ static void accept_all(void)
 		struct ucred cred;
 		socklen_t cl = sizeof cred;
 		struct rd_conn *c = calloc(1, sizeof *c);
-		if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl)) {
+		if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) || !peer_allowed(&cred)) {
 			free(c);
 			close(fd);
 			continue;

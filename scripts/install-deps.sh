@@ -4,7 +4,13 @@
 set -euo pipefail
 
 APT_PACKAGES=(build-essential pkg-config fuse3 libfuse3-dev libext2fs-dev e2fsprogs xfsprogs
-              nginx apache2 lighttpd curl strace psmisc procps diffutils tar)
+              nginx apache2 lighttpd curl strace psmisc procps diffutils tar
+              prometheus pandoc man-db debhelper lintian fakeroot systemd systemd-container)
+# libext2fs-dev, e2fsprogs, xfsprogs: `libception mkdisk` (block-disk images);
+# prometheus: promtool checks the metrics; pandoc: the man pages from
+# docs/*.md; debhelper, lintian, fakeroot: `make deb` and its test;
+# systemd: systemd-analyze and systemd-socket-activate for the unit tests;
+# systemd-container: systemd-nspawn for scripts/service_walkthrough.sh.
 PY_MODULES=(pytest numpy matplotlib)
 
 missing=()

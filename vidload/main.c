@@ -23,7 +23,8 @@ static const char usage[] =
 	"               [--late-ms MS] [--progress S] [--no-shuffle] [--quiet]\n"
 	"       vidload ... --search LO:HI [--resolution R] [--repeats N] [--max-fail PCT] [--between CMD]\n"
 	"       vidload --sample zipf|arrivals|views --count N [--library FILE | --videos N] [--rate R] [--seed N]\n"
-	"       vidload --materialize DIR --library FILE\n";
+	"       vidload --materialize DIR --library FILE\n"
+	"       vidload --version\n";
 
 static int bad(const char *opt, const char *val, const char *want)
 {
@@ -123,7 +124,7 @@ enum {
 	O_URL = 256, O_LIBRARY, O_RATE, O_DURATION, O_SEED, O_JSON, O_ZIPF, O_VIEWS, O_SEGMENT,
 	O_BURST, O_DEADLINE, O_LINKS, O_DELAY, O_TICK, O_RCVBUF, O_MSS, O_LATE, O_PROGRESS, O_NOSHUFFLE,
 	O_QUIET, O_SEARCH, O_RESOLUTION, O_REPEATS, O_MAXFAIL, O_BETWEEN, O_SAMPLE, O_COUNT,
-	O_VIDEOS, O_MATERIALIZE, O_HELP,
+	O_VIDEOS, O_MATERIALIZE, O_HELP, O_VERSION,
 };
 
 static const struct option options[] = {
@@ -139,7 +140,7 @@ static const struct option options[] = {
 	{ "repeats", 1, 0, O_REPEATS }, { "max-fail", 1, 0, O_MAXFAIL },
 	{ "between", 1, 0, O_BETWEEN }, { "sample", 1, 0, O_SAMPLE }, { "count", 1, 0, O_COUNT },
 	{ "videos", 1, 0, O_VIDEOS }, { "materialize", 1, 0, O_MATERIALIZE },
-	{ "help", 0, 0, O_HELP }, { 0 },
+	{ "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { 0 },
 };
 
 int main(int argc, char **argv)
@@ -206,6 +207,7 @@ int main(int argc, char **argv)
 		case O_VIDEOS: if (num(a, &videos, 1) || videos != floor(videos)) return bad("--videos", a, "an integer >= 1"); break;
 		case O_MATERIALIZE: materialize = a; break;
 		case O_HELP: fputs(usage, stdout); return 0;
+		case O_VERSION: printf("vidload %s\n", LC_VERSION); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
 	}

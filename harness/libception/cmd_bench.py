@@ -1,4 +1,4 @@
-"""Run a benchmark scenario (demo, servers, ablation, sweep, latency, twodisks, diff, chunking, fastdisk).
+"""Run a benchmark scenario (SCENARIO in `libception bench --help` lists them).
 
 `libception bench SCENARIO [--out DIR] [--quick] [--resume]` sets up the
 emulated disk, memory cgroups, receptiond and the web servers, measures,

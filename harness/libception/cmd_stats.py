@@ -7,7 +7,8 @@ the fraction of time a read was running; the queue order's picks by rule,
 queue waits split by demand and look-ahead, deadline misses and the head's
 travel (docs/receptiond.md QUEUE ORDER).  Per call (from the libraries'
 reports): counts, hits and latency percentiles.  --json prints the
-daemon's own JSON.
+daemon's own JSON, --prometheus its metrics in the Prometheus text format
+(the same as its --metrics-listen serves at /metrics).
 """
 import json
 import sys
@@ -17,7 +18,10 @@ from . import daemon
 
 def add_arguments(p):
     p.add_argument("--socket", metavar="PATH", help="receptiond's socket")
-    p.add_argument("--json", action="store_true", help="print the daemon's JSON")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the daemon's JSON")
+    fmt.add_argument("--prometheus", action="store_true",
+                     help="print the daemon's metrics in the Prometheus text format")
 
 
 def human_bytes(n):
@@ -153,7 +157,14 @@ def render(st):
 def main(args):
     path = daemon.socket_path(args.socket)
     try:
+        if args.prometheus:
+            sys.stdout.write(daemon.metrics(path))
+            return 0
         st = daemon.stats(path)
+    except TimeoutError:
+        print(f"libception: stats: receptiond on {path} did not answer"
+              f"{' (older than --prometheus?)' if args.prometheus else ''}", file=sys.stderr)
+        return 1
     except OSError as e:
         print(f"libception: stats: no receptiond on {path} ({e.strerror or e})", file=sys.stderr)
         return 1

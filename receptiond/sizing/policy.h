@@ -104,6 +104,11 @@ struct rd_policy_ops {
 	void (*observe)(struct rd_policy *p, const struct rd_completion *c);  /* optional */
 	void (*tick)(struct rd_policy *p, uint64_t now_ns);                   /* optional */
 	void (*describe)(struct rd_policy *p, struct rd_json *j);             /* optional */
+	/* Optional: prefetched bytes since the start that were later asked
+	 * for (useful), never asked for before their stream ended (wasted),
+	 * evicted before they were asked for (evicted); for the metrics. */
+	void (*prefetch_use)(struct rd_policy *p, uint64_t *useful, uint64_t *wasted,
+	                     uint64_t *evicted);
 	void (*destroy)(struct rd_policy *p);                                 /* optional */
 };
 

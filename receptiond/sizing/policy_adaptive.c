@@ -258,5 +258,6 @@ const struct rd_policy_ops rd_policy_adaptive = {
 	.observe = adaptive_observe,
 	.tick = adaptive_tick,
 	.describe = adaptive_describe,
+	.prefetch_use = sz_policy_prefetch_use,
 	.destroy = adaptive_destroy,
 };

@@ -147,5 +147,6 @@ const struct rd_policy_ops rd_policy_bitrate = {
 	.observe = bitrate_observe,
 	.tick = bitrate_tick,
 	.describe = bitrate_describe,
+	.prefetch_use = sz_policy_prefetch_use,
 	.destroy = bitrate_destroy,
 };

@@ -241,5 +241,6 @@ const struct rd_policy_ops rd_policy_competitive = {
 	.observe = competitive_observe,
 	.tick = competitive_tick,
 	.describe = competitive_describe,
+	.prefetch_use = sz_policy_prefetch_use,
 	.destroy = competitive_destroy,
 };

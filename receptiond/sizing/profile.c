@@ -50,7 +50,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 	        "usage: " PROG " [--budget SEC] [--seed N] [--positions N] [--max-threads N]\n"
-	        "       [--no-direct] PATH\n"
+	        "       [--no-direct] [--version] PATH\n"
 	        "Measures the device under PATH (a file or a directory of large files) and\n"
 	        "prints its profile as JSON.\n");
 }
@@ -64,6 +64,7 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 		{"max-threads", required_argument, NULL, 't'},
 		{"no-direct", no_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	c->budget_s = 120;
@@ -107,6 +108,9 @@ static int parse_args(int argc, char **argv, struct cfg *c)
 			break;
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case 'V':
+			printf(PROG " %s\n", LC_VERSION);
 			exit(0);
 		default:
 			usage(stderr);

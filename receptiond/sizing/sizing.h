@@ -269,6 +269,10 @@ struct sz_stream *sz_base_observe(struct sz_base *b, const struct rd_completion 
 /* Expire idle streams and re-check residency of outstanding windows. */
 void sz_base_tick(struct sz_base *b, uint64_t now);
 void sz_base_describe(struct sz_base *b, struct rd_json *j);
+/* rd_policy_ops.prefetch_use of every sizing policy, whose private state
+ * starts with its struct sz_base. */
+void sz_policy_prefetch_use(struct rd_policy *p, uint64_t *useful, uint64_t *wasted,
+                            uint64_t *evicted);
 uint64_t sz_clamp_page(uint64_t v, uint64_t lo, uint64_t hi);
 
 /* ---- the policies ---- */

@@ -121,6 +121,15 @@ void sz_base_tick(struct sz_base *b, uint64_t now)
 	sz_account_recheck(&b->acct, &b->streams, now);
 }
 
+void sz_policy_prefetch_use(struct rd_policy *p, uint64_t *useful, uint64_t *wasted,
+                            uint64_t *evicted)
+{
+	const struct sz_base *b = p->priv;
+	*useful = b->acct.total.useful;
+	*wasted = b->acct.total.wasted;
+	*evicted = b->acct.total.evicted;
+}
+
 void sz_base_describe(struct sz_base *b, struct rd_json *j)
 {
 	rd_json_str(j, "scale", sz_scale_name(b->scale));

@@ -2,7 +2,8 @@
 
 The pass rule is vidload's (`vidload --search`): a rate passes when every
 repeat (seeds seed, seed+1, ...) fails at most `max_fail` percent of its
-sessions; here an integrity error (a wrong byte) also fails it.  The
+sessions; here an integrity error (a wrong byte) also fails it
+(stats.rate_verdict).  The
 bracketing differs from vidload's fixed [LO, HI] bisection so that no
 probe is spent far from the answer: start at a guess, double (or halve)
 until a rate fails (or passes), then bisect until the bracket is within
@@ -17,6 +18,7 @@ import threading
 import time
 
 from .. import vidload
+from . import stats
 
 
 def _diff(a, b, key):
@@ -247,7 +249,7 @@ def max_failure_free(rig, h, cfg, settings, tag):
                 break
             rate = (lo + hi) / 2
         rate = round(rate, 3)
-        ok = True
+        seeds_passed = {}
         for i in range(repeats):
             rig.progress.begin(f"{tag}: {rate:g} sessions/s for {settings['duration']} s"
                                f" (seed {seed + i})")
@@ -262,10 +264,12 @@ def max_failure_free(rig, h, cfg, settings, tag):
                 + (f" (after {rec['settle_s']:g} s for the disk to go idle)"
                    if rec["settle_s"] >= 5 else "")
                 + f": {'pass' if rec['pass'] else 'FAIL'}")
-            if not rec["pass"]:
-                ok = False
+            seeds_passed[seed + i] = rec["pass"]
+            # all_seeds: run every seed even after one failed, so that a
+            # bootstrap over seeds (bench/stats.py) sees every verdict
+            if not rec["pass"] and not settings.get("all_seeds"):
                 break
-        if ok:
+        if stats.rate_verdict(seeds_passed, min_seeds=repeats):
             lo = rate
             best = rec
         else:

@@ -192,7 +192,7 @@ def round_table(rounds, configs):
     in the order the rounds ran: nothing is dropped here."""
     out = []
     for i, rnd in enumerate(rounds):
-        present = [c for c in configs if c in rnd]
+        present = [c for c in configs if rnd.get(c) is not None]
         seeds = _round_seeds(rnd, present)
         out.append({"round": i + 1, "seeds": seeds,
                     "answers": {c: answer(rnd[c], seeds) for c in present}})

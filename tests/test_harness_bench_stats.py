@@ -261,3 +261,65 @@ def test_every_grid_value_is_accepted_by_the_real_server(scratch):
                               {"output_buffers": "nonsense"})
     with pytest.raises(servers.ServerError, match="configuration refused"):
         bad.check()
+
+
+# --- bench compare's rounds, on a rig that answers from thresholds ----------
+
+class ThresholdRig:
+    """Just what compare.run uses of a rig; each configuration passes a
+    rate at or below its threshold (x the seed's factor), and the round
+    listed in `disturbed` records a disturbance in its first probe."""
+
+    def __init__(self, out, thresholds, disturbed=()):
+        self.out, self.work = str(out), str(out)
+        self.thresholds, self.disturbed = thresholds, set(disturbed)
+        self.calls, self.lines, self.recorded = [], [], {}
+        self.results = self
+
+    def get(self, point):
+        return self.recorded.get(str(sorted(point.items())))
+
+    def add(self, point, **values):
+        self.recorded[str(sorted(point.items()))] = values
+
+    def log(self, msg):
+        self.lines.append(msg)
+
+    log_plain = log
+
+    def max_rate(self, cfg, tag, settings, point):
+        label = point["config"]
+        self.calls.append((point["round"], label))
+        probes = []
+        for rate in (2.0, 4.0, 8.0, 16.0, 32.0):
+            for seed in range(1, settings["repeats"] + 1):
+                limit = self.thresholds[label] * (1 + 0.1 * seed)
+                probes.append({"rate": rate, "seed": seed, "pass": rate <= limit})
+        if point["round"] in self.disturbed:
+            probes[0]["disturbance"] = "other processes used 0.9 cores"
+        passed = [p["rate"] for p in probes if p["pass"]]
+        return {"answer": max(passed), "failed_above": 32.0, "probes": probes,
+                "git_commit": "c0ffee"}
+
+
+def test_compare_runs_balanced_rounds_reports_every_one_and_reruns_a_disturbed_one(tmp_path):
+    from libception.bench import compare
+    s = compare.settings(True)
+    s.update(rounds=3, seeds=3, resamples=300)
+    s["search"]["repeats"] = 3
+    rig = ThresholdRig(tmp_path, {"vanilla": 4, "kernel": 7, "libception": 15}, disturbed={2})
+    assert compare.run(rig, s) == 0
+    rounds = [[lab for r, lab in rig.calls if r == n] for n in range(1, 5)]
+    assert rounds[0] == ["vanilla", "kernel", "libception"]
+    assert rounds[1] == rounds[2] == ["libception", "kernel", "vanilla"]  # the re-run keeps its order
+    assert rounds[3] == ["kernel", "libception", "vanilla"]
+    text = "\n".join(rig.lines)
+    assert "UNTUNED" in text and "at commit c0ffee" in text
+    assert "round 2:" in text and "DISTURBED (other processes used 0.9 cores)" in text
+    assert "round 3:" in text and "re-run of round 2" in text
+    summary = rig.get({"part": "summary"})
+    assert [r["round"] for r in summary["rounds"]] == [1, 2, 3, 4] and summary["rounds_used"] == 3
+    lib_van = summary["ratios"][0]
+    assert (lib_van["num"], lib_van["den"]) == ("libception", "vanilla")
+    assert lib_van["ratio"] == pytest.approx(4.0) and lib_van["met"]   # 16 / 4 every round
+    assert "libception / vanilla: 4.00" in text and "target >= 2 met" in text

@@ -1,4 +1,4 @@
-"""Run a benchmark scenario (demo, servers, ablation, sweep, latency, twodisks, diff, chunking, fastdisk).
+"""Run a benchmark scenario (demo, servers, ablation, sweep, latency, twodisks, diff, chunking, fastdisk, sizing, tune, compare).
 
 `libception bench SCENARIO [--out DIR] [--quick] [--resume]` sets up the
 emulated disk, memory cgroups, receptiond and the web servers, measures,
@@ -98,7 +98,8 @@ def main(args):
     out = os.path.abspath(args.out or _default_out(args.scenario))
     os.makedirs(out, exist_ok=True)
     json_path = os.path.join(out, f"{args.scenario}.json")
-    seeds = [settings.get("search", {}).get("seed", 1)]
+    search = settings.get("search", {})
+    seeds = list(range(search.get("seed", 1), search.get("seed", 1) + search.get("repeats", 1)))
     try:
         res = results.Results(json_path, args.scenario, settings=settings, seeds=seeds,
                               resume=args.resume)

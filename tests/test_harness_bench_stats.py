@@ -9,7 +9,7 @@ import random
 import pytest
 
 from libception import servers
-from libception.bench import stats, tuning
+from libception.bench import search, stats, tuning
 
 
 # --- a synthetic experiment -------------------------------------------------
@@ -17,32 +17,18 @@ from libception.bench import stats, tuning
 def simulated_search(threshold, start, seeds, rel=0.1):
     """bench/search.py's bracketing with every seed run at every rate; a
     seed passes a rate at or below its threshold."""
-    floor, cap = start / 16, start * 16
     lo = hi = None
     probes = []
     while True:
-        if lo is None and hi is None:
-            rate = start
-        elif hi is None:
-            if lo >= cap:
-                break
-            rate = min(lo * 2, cap)
-        elif lo is None:
-            rate = hi / 2
-            if rate < floor:
-                break
-        else:
-            if (hi - lo) / lo <= rel:
-                break
-            rate = (lo + hi) / 2
-        rate = round(rate, 3)
+        rate = search.next_rate(lo, hi, start, start / 16, start * 16, rel)
+        if rate is None:
+            return probes
         ok = True
         for s in seeds:
             passed = rate <= threshold[s]
             probes.append({"rate": rate, "seed": s, "pass": passed})
             ok = ok and passed
         lo, hi = (rate, hi) if ok else (lo, rate)
-    return probes
 
 
 def experiment(rng, rounds, nseeds, ratio, drift=0.05, inter=0.03, noise=0.08,

@@ -220,6 +220,18 @@ def warm_up(rig, h, cfg, settings, tag):
             "mb_per_s": res["mb_per_s"]}
 
 
+def next_rate(lo, hi, start, floor, cap, rel):
+    """The bracketing: the next rate to probe given the highest passed
+    (lo) and lowest failed (hi) so far, or None when the search is done."""
+    if lo is None and hi is None:
+        return round(start, 3)
+    if hi is None:
+        return None if lo >= cap else round(min(lo * 2, cap), 3)
+    if lo is None:
+        return None if hi / 2 < floor else round(hi / 2, 3)
+    return None if (hi - lo) / lo <= rel else round((lo + hi) / 2, 3)
+
+
 def max_failure_free(rig, h, cfg, settings, tag):
     """Search and return {"answer": rate or None, "at_answer": probe record,
     "probes": [...]} (answer None: even the lowest rate tried failed)."""
@@ -234,21 +246,9 @@ def max_failure_free(rig, h, cfg, settings, tag):
     best = None
     probes = []
     while True:
-        if lo is None and hi is None:
-            rate = start
-        elif hi is None:
-            if lo >= cap:
-                break
-            rate = min(lo * 2, cap)
-        elif lo is None:
-            rate = hi / 2
-            if rate < floor:
-                break
-        else:
-            if (hi - lo) / lo <= rel:
-                break
-            rate = (lo + hi) / 2
-        rate = round(rate, 3)
+        rate = next_rate(lo, hi, start, floor, cap, rel)
+        if rate is None:
+            break
         seeds_passed = {}
         for i in range(repeats):
             rig.progress.begin(f"{tag}: {rate:g} sessions/s for {settings['duration']} s"

@@ -309,3 +309,49 @@ def test_compare_runs_balanced_rounds_reports_every_one_and_reruns_a_disturbed_o
     assert (lib_van["num"], lib_van["den"]) == ("libception", "vanilla")
     assert lib_van["ratio"] == pytest.approx(4.0) and lib_van["met"]   # 16 / 4 every round
     assert "libception / vanilla: 4.00" in text and "target >= 2 met" in text
+
+
+class ScoreRig(ThresholdRig):
+    """A rig whose max-rate answer is a function of the configuration."""
+
+    def __init__(self, out, score):
+        super().__init__(out, {})
+        self.score, self.port, self.configs = score, 18999, []
+        self.progress = self
+        self.dropped = 0
+
+    def wants(self, label):
+        return label == "nginx"
+
+    def drop(self, steps):
+        self.dropped += steps
+
+    def max_rate(self, cfg, tag, settings, point):
+        self.configs.append((point["kind"], cfg))
+        return {"answer": self.score(cfg), "probes": []}
+
+
+def test_bench_tune_gives_every_kind_the_same_budget_from_vanillas_winner(tmp_path):
+    import json
+    from libception.bench import tune
+    workers = {2: 4, 4: 6, 8: 8, 16: 8, 32: 7, 64: 6}
+    readahead = {128: 0, 256: 1, 512: 2, 1024: 3, 2048: 2, 4096: 1, 8192: 0}
+
+    def score(cfg):
+        rate = workers[cfg["tunables"]["workers"]] + readahead.get(cfg.get("read_ahead_kb"), 0)
+        return rate * (2 if cfg["mode"] == "libception" else 1)
+    s = tune.settings(True)
+    s["budget"] = 6
+    rig = ScoreRig(tmp_path, score)
+    assert tune.run(rig, s) == 0
+    best = json.loads((tmp_path / tune.TUNED_FILE).read_text())["nginx"]
+    assert best["vanilla"]["point"]["workers"] == 8 and best["vanilla"]["answer"] == 8
+    assert best["kernel"]["point"]["read_ahead_kb"] == 1024 and best["kernel"]["answer"] == 11
+    assert best["libception"]["answer"] == 16
+    for kind in tuning.KINDS:
+        tried = [cfg for k, cfg in rig.configs if k == kind]
+        assert len(tried) == best[kind]["candidates"] <= 6
+        if kind != "vanilla":   # from vanilla's winner, own knobs first
+            assert tried[0]["tunables"]["workers"] == 8
+            assert len({str(c.get("read_ahead_kb")) + str(c.get("prefetch")) for c in tried}) > 1
+    assert any(line.startswith("libception bench: tune nginx kernel") for line in rig.lines)

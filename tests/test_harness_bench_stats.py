@@ -292,7 +292,6 @@ def test_compare_runs_balanced_rounds_reports_every_one_and_reruns_a_disturbed_o
     from libception.bench import compare
     s = compare.settings(True)
     s.update(rounds=3, seeds=3, resamples=300)
-    s["search"]["repeats"] = 3
     rig = ThresholdRig(tmp_path, {"vanilla": 4, "kernel": 7, "libception": 15}, disturbed={2})
     assert compare.run(rig, s) == 0
     rounds = [[lab for r, lab in rig.calls if r == n] for n in range(1, 5)]

@@ -99,7 +99,8 @@ def main(args):
     os.makedirs(out, exist_ok=True)
     json_path = os.path.join(out, f"{args.scenario}.json")
     search = settings.get("search", {})
-    seeds = list(range(search.get("seed", 1), search.get("seed", 1) + search.get("repeats", 1)))
+    first = search.get("seed", 1)
+    seeds = list(range(first, first + (settings.get("seeds") or search.get("repeats", 1))))
     try:
         res = results.Results(json_path, args.scenario, settings=settings, seeds=seeds,
                               resume=args.resume)

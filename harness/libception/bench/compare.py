@@ -34,8 +34,7 @@ def settings(quick):
             # disturbed rounds re-run, at most this many in all
             "reruns": 2,
             "targets": TARGETS, "resamples": stats.RESAMPLES,
-            "search": {**common.search_settings(quick, start=2 if quick else 6),
-                       "repeats": seeds, "all_seeds": True}}
+            "search": common.search_settings(quick, start=2 if quick else 6)}
 
 
 def steps(s):
@@ -82,6 +81,10 @@ def run(rig, s):
     configs, note = configurations(s)
     labels = [c[0] for c in configs]
     rig.log(f"compare: {s['server']}: {note}")
+    if s["seeds"] < 3 and not s.get("quick"):
+        rig.log(f"compare: warning: {s['seeds']} seeds, fewer than the pass rule's 3")
+    # every seed at every rate: the bootstrap needs each (rate, seed) verdict
+    search = dict(s["search"], repeats=s["seeds"], all_seeds=True)
     rounds = []   # {"n", "order", "outcomes", "disturbance", "rerun_of"}
     slot, reruns, pending = 0, 0, None
     while sum(1 for r in rounds if not r["disturbance"]) < s["rounds"]:
@@ -92,7 +95,7 @@ def run(rig, s):
         for label, kind, point, start in order:
             cfg = tuning.configure(base, s["server"], kind, point)
             outcomes[label] = rig.max_rate(
-                cfg, f"r{n}-{label}", dict(s["search"], start=start or s["search"]["start"]),
+                cfg, f"r{n}-{label}", dict(search, start=start or search["start"]),
                 {"part": "round", "round": n, "config": label})
         why = next((d for d in (disturbance(outcomes[lab]) for lab in labels) if d), None)
         rounds.append({"n": n, "order": [c[0] for c in order], "outcomes": outcomes,

@@ -106,7 +106,9 @@ def main(args):
     out = os.path.abspath(args.out or _default_out(args.scenario))
     os.makedirs(out, exist_ok=True)
     json_path = os.path.join(out, f"{args.scenario}.json")
-    seeds = [settings.get("search", {}).get("seed", 1)]
+    search = settings.get("search", {})
+    first = search.get("seed", 1)
+    seeds = list(range(first, first + (settings.get("seeds") or search.get("repeats", 1))))
     try:
         res = results.Results(json_path, args.scenario, settings=settings, seeds=seeds,
                               resume=args.resume)

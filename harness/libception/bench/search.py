@@ -2,7 +2,8 @@
 
 The pass rule is vidload's (`vidload --search`): a rate passes when every
 repeat (seeds seed, seed+1, ...) fails at most `max_fail` percent of its
-sessions; here an integrity error (a wrong byte) also fails it.  The
+sessions; here an integrity error (a wrong byte) also fails it
+(stats.rate_verdict).  The
 bracketing differs from vidload's fixed [LO, HI] bisection so that no
 probe is spent far from the answer: start at a guess, double (or halve)
 until a rate fails (or passes), then bisect until the bracket is within
@@ -17,6 +18,7 @@ import threading
 import time
 
 from .. import vidload
+from . import stats
 
 
 def _diff(a, b, key):
@@ -218,6 +220,18 @@ def warm_up(rig, h, cfg, settings, tag):
             "mb_per_s": res["mb_per_s"]}
 
 
+def next_rate(lo, hi, start, floor, cap, rel):
+    """The bracketing: the next rate to probe given the highest passed
+    (lo) and lowest failed (hi) so far, or None when the search is done."""
+    if lo is None and hi is None:
+        return round(start, 3)
+    if hi is None:
+        return None if lo >= cap else round(min(lo * 2, cap), 3)
+    if lo is None:
+        return None if hi / 2 < floor else round(hi / 2, 3)
+    return None if (hi - lo) / lo <= rel else round((lo + hi) / 2, 3)
+
+
 def max_failure_free(rig, h, cfg, settings, tag):
     """Search and return {"answer": rate or None, "at_answer": probe record,
     "probes": [...]} (answer None: even the lowest rate tried failed)."""
@@ -232,22 +246,10 @@ def max_failure_free(rig, h, cfg, settings, tag):
     best = None
     probes = []
     while True:
-        if lo is None and hi is None:
-            rate = start
-        elif hi is None:
-            if lo >= cap:
-                break
-            rate = min(lo * 2, cap)
-        elif lo is None:
-            rate = hi / 2
-            if rate < floor:
-                break
-        else:
-            if (hi - lo) / lo <= rel:
-                break
-            rate = (lo + hi) / 2
-        rate = round(rate, 3)
-        ok = True
+        rate = next_rate(lo, hi, start, floor, cap, rel)
+        if rate is None:
+            break
+        seeds_passed = {}
         for i in range(repeats):
             rig.progress.begin(f"{tag}: {rate:g} sessions/s for {settings['duration']} s"
                                f" (seed {seed + i})")
@@ -262,10 +264,12 @@ def max_failure_free(rig, h, cfg, settings, tag):
                 + (f" (after {rec['settle_s']:g} s for the disk to go idle)"
                    if rec["settle_s"] >= 5 else "")
                 + f": {'pass' if rec['pass'] else 'FAIL'}")
-            if not rec["pass"]:
-                ok = False
+            seeds_passed[seed + i] = rec["pass"]
+            # all_seeds: run every seed even after one failed, so that a
+            # bootstrap over seeds (bench/stats.py) sees every verdict
+            if not rec["pass"] and not settings.get("all_seeds"):
                 break
-        if ok:
+        if stats.rate_verdict(seeds_passed, min_seeds=repeats):
             lo = rate
             best = rec
         else:

@@ -170,7 +170,12 @@ void sched_wait(struct sched *s, struct sched_req *rq)
 		s->meta_reads += meta != 0;
 		s->reads_4k += len <= 4096;
 		s->reads_under_128k += len < (128u << 10);
+		s->reads_under_1m += len < (1u << 20);
+		s->reads_under_4m += len < (4u << 20);
 		s->busy += (uint64_t)c->total;
+		s->position += (uint64_t)(c->seek + c->rot);
+		s->transfer += (uint64_t)c->xfer;
+		s->overhead += (uint64_t)c->overhead;
 		s->service += (uint64_t)(rq->done_at - rq->start + wait);
 		s->wait += (uint64_t)wait;
 		s->seek_total += c->seek_dist;
@@ -257,8 +262,13 @@ size_t sched_stats(struct sched *s, char *buf, size_t len)
 		"meta_reads %" PRIu64 "\n"
 		"reads_4k %" PRIu64 "\n"
 		"reads_under_128k %" PRIu64 "\n"
+		"reads_under_1m %" PRIu64 "\n"
+		"reads_under_4m %" PRIu64 "\n"
 		"queued %zu\n"
 		"busy_s %.6f\n"
+		"position_s %.6f\n"
+		"transfer_s %.6f\n"
+		"overhead_s %.6f\n"
 		"utilisation %.4f\n"
 		"avg_service_ms %.3f\n"
 		"avg_wait_ms %.3f\n"
@@ -272,8 +282,9 @@ size_t sched_stats(struct sched *s, char *buf, size_t len)
 		"lateness_max_us %.1f\n"
 		"service_p99_ms %.3f\n",
 		s->m.d.name, up, s->reads, s->bytes, s->hits, s->continued, s->meta_reads,
-		s->reads_4k, s->reads_under_128k, s->nq,
-		(double)s->busy / 1e9,
+		s->reads_4k, s->reads_under_128k, s->reads_under_1m, s->reads_under_4m, s->nq,
+		(double)s->busy / 1e9, (double)s->position / 1e9, (double)s->transfer / 1e9,
+		(double)s->overhead / 1e9,
 		up > 0 ? (double)s->busy / 1e9 / up : 0,
 		s->reads ? (double)s->service / 1e6 / (double)s->reads : 0,
 		s->reads ? (double)s->wait / 1e6 / (double)s->reads : 0,

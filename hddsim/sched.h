@@ -50,7 +50,9 @@ struct sched {
 	/* counters */
 	uint64_t reads, bytes, hits, continued, meta_reads;
 	uint64_t reads_4k, reads_under_128k; /* short commands: page faults, split read-ahead */
+	uint64_t reads_under_1m, reads_under_4m;
 	uint64_t busy, service, wait, seek_total;
+	uint64_t position, transfer, overhead; /* ns of busy: seek + rotation, transfer, command */
 	struct hist lateness, service_hist;
 	struct sched_snap prev, cur; /* last two one-second snapshots */
 };

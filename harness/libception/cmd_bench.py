@@ -2,8 +2,9 @@
 
 `libception bench SCENARIO [--out DIR] [--quick] [--resume]` sets up the
 emulated disk, memory cgroups, receptiond and the web servers, measures,
-prints a table, and writes versioned JSON (SCENARIO.json) and PNG plots
-into DIR (default results/SCENARIO-DATE).  Everything it sets up is torn
+prints a table, and writes versioned JSON (SCENARIO.json), every probe as
+it ends (probes.jsonl.gz) and PNG plots into DIR (default
+results/SCENARIO-DATE).  Everything it sets up is torn
 down on exit, on an error, on Ctrl-C and on SIGTERM.  See docs/benchmark.md.
 """
 import datetime
@@ -12,7 +13,7 @@ import os
 import sys
 
 from . import cgroup, cleanup, progress, results, servers
-from .bench import SCENARIOS, load
+from .bench import SCENARIOS, common, journal, load
 
 PROG = "libception bench"
 
@@ -26,9 +27,16 @@ def add_arguments(p):
                    help="a small library and short probes: checks the pipeline, "
                         "numbers not meaningful")
     p.add_argument("--resume", action="store_true",
-                   help="keep the points already in DIR/SCENARIO.json and measure the rest")
+                   help="keep the points and probes already in DIR and measure the rest "
+                        "(same commit only)")
     p.add_argument("--duration", type=float, metavar="S",
-                   help="seconds per vidload probe (default: the scenario's; 100 s full, 20 s quick)")
+                   help="judged seconds per probe (default: the scenario's; 200 s full, "
+                        "20 s quick)")
+    p.add_argument("--warmup", type=float, metavar="S",
+                   help="unjudged seconds of load before each probe's judged window "
+                        "(default 200 s full, 10 s quick)")
+    p.add_argument("--seeds", type=int, metavar="N",
+                   help="seeds each rate is judged on (default 3 full, 1 quick)")
     p.add_argument("--videos", type=int, metavar="N",
                    help="library size in videos (default: the paper's 20,000; 60 with --quick); "
                         "the memory limit follows at 1/32 of the library")
@@ -65,6 +73,22 @@ def _remove_stale_groups():
             cgroup.MemoryGroup(name).destroy()
 
 
+def _hours(seconds):
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+def _same_commit(json_path):
+    """--resume continues a run only at the commit that started it."""
+    if not os.path.exists(json_path):
+        return
+    was = results.load(json_path).get("git_commit")
+    now = results.git_commit()
+    if was != now:
+        raise results.ResultsError(f"{os.path.dirname(json_path)} was measured at commit "
+                                   f"{was}, this is {now}: --resume continues a run only on "
+                                   "the same commit (use another --out)")
+
+
 def main(args):
     if os.geteuid() != 0:
         print(f"{PROG}: must run as root (mounts, cgroups, servers as www-data)", file=sys.stderr)
@@ -85,6 +109,14 @@ def main(args):
         for key in ("search", "run"):
             if key in settings:
                 settings[key]["duration"] = args.duration
+    for opt, key, low in ((args.warmup, "warmup_s", 0), (args.seeds, "seeds", 1)):
+        if opt is None:
+            continue
+        if opt < low or "search" not in settings:
+            print(f"{PROG}: --{key.split('_')[0]}: expected a number >= {low}, for a video "
+                  "scenario", file=sys.stderr)
+            return 2
+        settings["search"][key] = opt
     for item in args.set:
         key, eq, value = item.partition("=")
         if not eq or key not in settings:
@@ -95,18 +127,25 @@ def main(args):
             settings[key] = json.loads(value)
         except ValueError:
             settings[key] = value
+    settings["method"] = "quick" if args.quick else settings.get("method", "steady")
     out = os.path.abspath(args.out or _default_out(args.scenario))
     os.makedirs(out, exist_ok=True)
     json_path = os.path.join(out, f"{args.scenario}.json")
-    seeds = [settings.get("search", {}).get("seed", 1)]
+    search = settings.get("search") or {}
+    seeds = list(range(search.get("seed", 1), search.get("seed", 1) + search.get("seeds", 1)))
     try:
+        if args.resume:
+            _same_commit(json_path)
         res = results.Results(json_path, args.scenario, settings=settings, seeds=seeds,
                               resume=args.resume)
     except results.ResultsError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
+    res.data.setdefault("command", ["libception", "bench"] + sys.argv[2:])
+    res.data.setdefault("method", settings["method"])
     res.save()
-    prog = progress.Progress(mod.steps(settings), prog=PROG)
+    steps = mod.steps(settings)
+    prog = progress.Progress(steps * search.get("seeds", 1), prog=PROG)
 
     def log(msg):
         prog.line(msg)
@@ -116,6 +155,11 @@ def main(args):
 
     from .bench.rig import Rig
     prog.line(f"{args.scenario}: results into {out}")
+    if search:
+        per = common.probe_seconds(search)
+        prog.line(f"{args.scenario}: estimated time at most {_hours(steps * search.get('seeds', 1) * per)}"
+                  f" ({steps} rates x {search.get('seeds', 1)} seeds x ~{per:.0f} s; "
+                  f"method {settings['method']})")
     dur = settings.get("search", {}).get("duration")
     if dur is not None and dur <= 10:
         # vidload's deadline is 10 s: a shorter probe cannot fail a session.
@@ -127,6 +171,7 @@ def main(args):
             rig = Rig(args.scenario, out, c, prog, res, port=args.port or _free_port(), log=log)
             rig.log_plain = log_plain
             rig.only = [o for o in (args.only or "").split(",") if o]
+            rig.journal = journal.Journal(out, res.commit)
             rc = mod.run(rig, settings)
     except (KeyboardInterrupt, cleanup.Interrupted):
         print(f"{PROG}: interrupted; cleaned up; rerun with --resume --out {out} to continue",

@@ -1,8 +1,15 @@
 """The maximum failure-free rate of one configuration.
 
-The pass rule is vidload's (`vidload --search`): a rate passes when every
-repeat (seeds seed, seed+1, ...) fails at most `max_fail` percent of its
-sessions; here an integrity error (a wrong byte) also fails it.  The
+A probe (probe()) is one vidload run at one rate and one seed: a warm-up
+whose sessions are not judged, then a judged window; it records the
+active sessions and the memory group over time, the steady-state verdict,
+the disk's time and receptiond's queue wait over the judged window, and
+other processes' CPU use (docs/benchmark.md, "The probe record").
+
+The pass rule is decided before the run: a rate passes when every seed
+(seed, seed+1, ..., `seeds` of them) passes, i.e. fails at most
+`max_fail` percent of its judged sessions with no integrity error (a
+wrong byte); the seeds stop at the first failing one.  The
 bracketing differs from vidload's fixed [LO, HI] bisection so that no
 probe is spent far from the answer: start at a guess, double (or halve)
 until a rate fails (or passes), then bisect until the bracket is within
@@ -17,6 +24,9 @@ import threading
 import time
 
 from .. import vidload
+from . import cpumeter, disktime, steady
+
+SAMPLE_S = 5.0   # timeline interval (vidload's and the memory group's)
 
 
 def _diff(a, b, key):
@@ -45,11 +55,20 @@ def _kill_children(comm):
                 pass
 
 
+def judged_seconds(settings, rate):
+    """The judged window: `duration` seconds, or as long as `judged_sessions`
+    (the paper's 14,400) take to start at `rate`."""
+    n = settings.get("judged_sessions")
+    return round(n / rate, 3) if n else settings["duration"]
+
+
 def _load(h, cfg, settings, rate, seed):
     """Run vidload at `rate` sessions/s.  cfg["loads"] splits the rate over
     several libraries served under URL prefixes (two disks: one vidload
     per disk, run concurrently, results summed)."""
     opts = dict(settings.get("vidload") or {})
+    opts.setdefault("warmup", settings.get("warmup_s") or None)
+    opts.setdefault("timeline", SAMPLE_S)
     loads = cfg.get("loads")
     if not loads:
         return vidload.run(h.url, cfg["library"], rate, settings["duration"], seed=seed,
@@ -87,7 +106,14 @@ def _load(h, cfg, settings, rate, seed):
     for p in parts:
         for k, v in p["errors"].items():
             errs[k] = errs.get(k, 0) + v
+    first = parts[0]
     return {"elapsed": max(p["elapsed"] for p in parts), "started": started, "failed": failed,
+            "warmup": first.get("warmup"),
+            "warmup_started": sum(p.get("warmup_started", 0) for p in parts),
+            "warmup_failed": sum(p.get("warmup_failed", 0) for p in parts),
+            "timeline": {"t_s": first["timeline"]["t_s"],
+                         "active": [sum(x) for x in zip(*(p["timeline"]["active"]
+                                                          for p in parts))]},
             "failed_pct": 100.0 * failed / started if started else 0.0,
             "achieved_rate": sum(p["achieved_rate"] for p in parts),
             "mb_per_s": sum(p["mb_per_s"] for p in parts),
@@ -149,29 +175,124 @@ def settle(h, timeout=180.0):
     return round(time.monotonic() - t0, 1)
 
 
+class _Sampler:
+    """Every SAMPLE_S seconds while vidload runs: the memory group's usage
+    and page cache; once, when the warm-up ends, the counters the judged
+    window's disk time and queue wait start from."""
+
+    def __init__(self, rig, h, warmup_s):
+        self.rig, self.h, self.warmup_s = rig, h, warmup_s
+        self.t, self.usage, self.cache = [], [], []
+        self.judged = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        t0 = time.monotonic()
+        while True:
+            t = time.monotonic() - t0
+            if self.judged is None and t >= self.warmup_s:
+                self.judged = (time.monotonic(), self.rig.snapshot(self.h))
+            if self.h.group is not None:
+                try:
+                    usage, cache = self.h.group.usage(), self.h.group.stat().get("cache", 0)
+                except OSError:
+                    usage = cache = None
+                self.t.append(round(t, 1))
+                self.usage.append(usage)
+                self.cache.append(cache)
+            wait = SAMPLE_S - (time.monotonic() - t0) % SAMPLE_S
+            if self.judged is None:
+                wait = min(wait, max(0.05, self.warmup_s - t))
+            if self._stop.wait(wait):
+                return
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def at(self, ts):
+        """The memory samples taken at or just before each time in ts."""
+        usage, cache, i = [], [], 0
+        for t in ts:
+            while i + 1 < len(self.t) and self.t[i + 1] <= t:
+                i += 1
+            usage.append(self.usage[i] if self.t else None)
+            cache.append(self.cache[i] if self.t else None)
+        return usage, cache
+
+
+def _ours(h):
+    """The processes of this run: the bench and its descendants, and the
+    memory group's members (the server, the daemon)."""
+    def ours(procs):
+        mine = cpumeter.descendants(os.getpid(), procs)
+        if h.group is not None:
+            try:
+                for pid in h.group.pids():
+                    mine |= cpumeter.descendants(pid, procs)
+            except OSError:
+                pass
+        return mine
+    return ours
+
+
 def probe(rig, h, cfg, settings, rate, seed):
+    """One vidload run at `rate` with `seed`: the probe record
+    (docs/benchmark.md, "The probe record")."""
     settle_s = settle(h)
     h.drop_cache()
+    warmup_s = float(settings.get("warmup_s") or 0)
+    run_settings = {**settings, "duration": judged_seconds(settings, rate)}
     before = rig.snapshot(h)
     lists_before = h.group.file_lists() if h.group is not None else None
-    res = _load(h, cfg, settings, rate, seed)
+    with cpumeter.CpuMeter(_ours(h)) as meter, _Sampler(rig, h, warmup_s) as sampler:
+        res = _load(h, cfg, run_settings, rate, seed)
     _check_alive(h)
     after = rig.snapshot(h)
-    elapsed = res.get("elapsed") or settings["duration"]
+    t_after = time.monotonic()
+    elapsed = res.get("elapsed") or run_settings["duration"]
     rec = {"rate": rate, "seed": seed, "failed_pct": res["failed_pct"],
            "achieved_rate": res["achieved_rate"], "started": res["started"],
            "failed": res["failed"], "mb_per_s": res["mb_per_s"],
            "max_active": res["max_active"], "latency_ms": res["latency_ms"],
            "errors": res["errors"], "first_error": res.get("first_error", ""),
-           "vidload_cpu_pct": res.get("cpu_pct"), "settle_s": settle_s}
+           "vidload_cpu_pct": res.get("cpu_pct"), "settle_s": settle_s,
+           "warmup_s": warmup_s, "judged_s": round(elapsed, 3),
+           "warmup_started": res.get("warmup_started", 0),
+           "warmup_failed": res.get("warmup_failed", 0)}
+    tl = res.get("timeline") or {"t_s": [], "active": []}
+    usage, cache = sampler.at(tl["t_s"])
+    rec["timeline"] = {"t_s": tl["t_s"], "active": tl["active"], "cgroup_bytes": usage,
+                       "cgroup_cache_bytes": cache}
+    limit = h.group.limit_bytes if h.group is not None else None
+    rec["steady"] = steady.verdict(tl["t_s"], tl["active"], warmup_s,
+                                   [u for u in usage if u is not None] or None, limit)
+    other = meter.result()
+    threshold = float(settings.get("other_cpu_max", 0.5))
+    rec["other_cpu"] = {"cores": other["cores"], "machine_cores": other["machine_cores"],
+                        "threshold": threshold, "disturbed": other["cores"] > threshold}
     if "parts" in res:
         rec["parts"] = res["parts"]
+    judged_at, judged = sampler.judged or (None, before)
+    if "disks" in judged and "disks" in after:
+        window = t_after - judged_at if judged_at is not None else elapsed
+        rec["disk_time"] = disktime.disk_time(disktime.summed(judged["disks"]),
+                                              disktime.summed(after["disks"]), window)
+    else:
+        rec["disk_time"] = None
+    rec["queue_wait_ms"] = disktime.queue_wait(judged.get("daemon"), after.get("daemon"))
     if "disk" in before and "disk" in after:
+        whole = elapsed + warmup_s
         db = _diff(before["disk"], after["disk"], "bytes")
         busy = _diff(before["disk"], after["disk"], "busy_s")
         reads = _diff(before["disk"], after["disk"], "reads")
-        rec["disk_mb_per_s"] = db / elapsed / 1e6 if db is not None else None
-        rec["disk_utilisation"] = busy / elapsed if busy is not None else None
+        rec["disk_mb_per_s"] = db / whole / 1e6 if db is not None else None
+        rec["disk_utilisation"] = busy / whole if busy is not None else None
         rec["disk_reads"] = reads
         rec["disk_avg_read_kib"] = db / reads / 1024 if reads else None
         # how the commands came: short ones (a page fault's one page, a
@@ -209,7 +330,8 @@ def warm_up(rig, h, cfg, settings, tag):
     rate, duration = float(w["rate"]), float(w["duration"])
     settle(h)
     rig.progress.begin(f"{tag}: warm-up, {rate:g} sessions/s for {duration:g} s")
-    res = _load(h, cfg, {**settings, "duration": duration}, rate, int(settings.get("seed", 1)))
+    res = _load(h, cfg, {**settings, "duration": duration, "warmup_s": 0}, rate,
+                int(settings.get("seed", 1)))
     rig.progress.end()
     _check_alive(h)
     rig.progress.line(f"{tag}: warm-up {rate:g}/s -> failed {res['failed_pct']:.2f}%, "
@@ -218,20 +340,54 @@ def warm_up(rig, h, cfg, settings, tag):
             "mb_per_s": res["mb_per_s"]}
 
 
-def max_failure_free(rig, h, cfg, settings, tag):
-    """Search and return {"answer": rate or None, "at_answer": probe record,
-    "probes": [...]} (answer None: even the lowest rate tried failed)."""
+def _probe_line(rig, tag, rec):
+    disk = rec.get("disk_time") or {}
+    st = rec.get("steady") or {}
+    rig.progress.line(
+        f"{tag}: {rec['rate']:g}/s seed {rec['seed']} -> failed {rec['failed_pct']:.2f}%, "
+        f"{rec['mb_per_s']:.1f} MB/s to clients"
+        + (f", disk {disk['mb_per_s']:.1f} MB/s busy {disk['busy_share']:.0%} "
+           f"transfer {disk['transfer_share'] or 0:.0%}" if disk.get("mb_per_s") is not None
+           else "")
+        + (f" (after {rec['settle_s']:g} s for the disk to go idle)"
+           if rec["settle_s"] >= 5 else "")
+        + ("" if st.get("steady", True) else f" [not steady: {'; '.join(st['reasons'])}]")
+        + (" [rerun: other load]" if rec.get("rerun") else "")
+        + f": {'pass' if rec['pass'] else 'FAIL'}")
+
+
+def judge_rate(rig, h, cfg, settings, tag, rate, point=None):
+    """Every seed's probe at `rate` (stopping at the first failing one):
+    (passed, [probe records])."""
+    seeds = int(settings.get("seeds", 1))
+    first = int(settings.get("seed", 1))
+    records = []
+    for seed in range(first, first + seeds):
+        what = (f"{tag}: {rate:g} sessions/s, warm-up {settings.get('warmup_s') or 0:g} s + "
+                f"{judged_seconds(settings, rate):g} s judged (seed {seed})")
+        rec = rig.measure(h, cfg, settings, rate, seed, point, what)
+        _probe_line(rig, tag, rec)
+        records.append(rec)
+        if not rec["pass"]:
+            return False, records   # the rule (every seed passes) is decided
+    return True, records
+
+
+def max_failure_free(rig, h, cfg, settings, tag, point=None):
+    """Search and return {"answer": rate or None, "failed_above",
+    "at_answer": probe record, "rates": [{"rate", "pass", "seeds"}],
+    "probes": [...]} (answer None: even the lowest rate tried failed).
+    `max_probes` bounds the rates tried (the demo's bounded time)."""
     warmup = warm_up(rig, h, cfg, settings, tag)
     start = float(settings["start"])
     floor = float(settings.get("floor", start / 16))
     cap = float(settings.get("cap", start * 16))
     rel = float(settings.get("rel_resolution", 0.1))
-    repeats = int(settings.get("repeats", 1))
-    seed = int(settings.get("seed", 1))
+    max_rates = settings.get("max_probes")
     lo = hi = None
     best = None
-    probes = []
-    while True:
+    probes, rates = [], []
+    while max_rates is None or len(rates) < int(max_rates):
         if lo is None and hi is None:
             rate = start
         elif hi is None:
@@ -247,30 +403,16 @@ def max_failure_free(rig, h, cfg, settings, tag):
                 break
             rate = (lo + hi) / 2
         rate = round(rate, 3)
-        ok = True
-        for i in range(repeats):
-            rig.progress.begin(f"{tag}: {rate:g} sessions/s for {settings['duration']} s"
-                               f" (seed {seed + i})")
-            rec = probe(rig, h, cfg, settings, rate, seed + i)
-            rig.progress.end()
-            probes.append(rec)
-            disk = rec.get("disk_mb_per_s")
-            rig.progress.line(
-                f"{tag}: {rate:g}/s -> failed {rec['failed_pct']:.2f}%, "
-                f"{rec['mb_per_s']:.1f} MB/s to clients"
-                + (f", disk {disk:.1f} MB/s" if disk is not None else "")
-                + (f" (after {rec['settle_s']:g} s for the disk to go idle)"
-                   if rec["settle_s"] >= 5 else "")
-                + f": {'pass' if rec['pass'] else 'FAIL'}")
-            if not rec["pass"]:
-                ok = False
-                break
+        ok, records = judge_rate(rig, h, cfg, settings, tag, rate, point)
+        probes += records
+        rates.append({"rate": rate, "pass": ok, "seeds": [r["seed"] for r in records]})
         if ok:
             lo = rate
-            best = rec
+            best = records[-1]
         else:
             hi = rate
-    out = {"answer": lo, "failed_above": hi, "at_answer": best, "probes": probes}
+    out = {"answer": lo, "failed_above": hi, "at_answer": best, "rates": rates,
+           "probes": probes}
     if warmup:
         out["warmup"] = warmup
     return out

@@ -156,9 +156,9 @@ def main(args):
     from .bench.rig import Rig
     prog.line(f"{args.scenario}: results into {out}")
     if search:
-        per = common.probe_seconds(search)
-        prog.line(f"{args.scenario}: estimated time at most {_hours(steps * search.get('seeds', 1) * per)}"
-                  f" ({steps} rates x {search.get('seeds', 1)} seeds x ~{per:.0f} s; "
+        per, seeds = common.probe_seconds(search), search.get("seeds", 1)
+        prog.line(f"{args.scenario}: estimated time at most {_hours(steps * seeds * per)} "
+                  f"({steps} rates x {seeds} seeds x ~{per:.0f} s; "
                   f"method {settings['method']})")
     dur = settings.get("search", {}).get("duration")
     if dur is not None and dur <= 10:

@@ -77,11 +77,14 @@ def _hours(seconds):
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
 
 
-def _same_commit(json_path):
+def _same_commit(json_path, scenario):
     """--resume continues a run only at the commit that started it."""
     if not os.path.exists(json_path):
         return
-    was = results.load(json_path).get("git_commit")
+    data = results.load(json_path)
+    if data.get("scenario") != scenario:
+        return   # Results names that mismatch
+    was = data.get("git_commit")
     now = results.git_commit()
     if was != now:
         raise results.ResultsError(f"{os.path.dirname(json_path)} was measured at commit "
@@ -135,7 +138,7 @@ def main(args):
     seeds = list(range(search.get("seed", 1), search.get("seed", 1) + search.get("seeds", 1)))
     try:
         if args.resume:
-            _same_commit(json_path)
+            _same_commit(json_path, args.scenario)
         res = results.Results(json_path, args.scenario, settings=settings, seeds=seeds,
                               resume=args.resume)
     except results.ResultsError as e:

@@ -9,6 +9,7 @@ interval of it; a process that starts counts from zero.
 """
 import os
 import threading
+import time
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -62,9 +63,8 @@ class CpuMeter:
     """with CpuMeter(ours) as m: ...; then m.result(): {"cpu_s",
     "seconds", "cores", "machine_cores"} for the processes not ours."""
 
-    def __init__(self, ours=None, interval=2.0, clock=None):
-        import time
-        self.clock = clock or time.monotonic
+    def __init__(self, ours=None, interval=2.0, clock=time.monotonic):
+        self.clock = clock
         self.ours = ours or (lambda procs: descendants(os.getpid(), procs))
         self.interval = interval
         self.other_s = 0.0

@@ -15,7 +15,7 @@ import shutil
 import time
 
 from .. import cgroup, daemon, hddsim, pagecache, servers
-from . import search
+from . import probe, search
 
 # Modes of the library as the paper's ablation names them.
 MODES = {
@@ -201,7 +201,7 @@ class Rig:
 
 
     def measure(self, h, cfg, settings, rate, seed, point, what):
-        """One probe (search.probe), persisted in the journal as it ends;
+        """One probe (probe.probe), persisted in the journal as it ends;
         one the journal already holds is not run again (--resume).  A
         probe that overlapped other processes' load beyond
         `other_cpu_max` cores is run once more at once; the second is
@@ -211,7 +211,7 @@ class Rig:
             self.progress.skip(f"{what}: probe")
             return done
         self.progress.begin(what)
-        rec = search.probe(self, h, cfg, settings, rate, seed)
+        rec = probe.probe(self, h, cfg, settings, rate, seed)
         self.progress.end()
         attempt = 1
         if rec["other_cpu"]["disturbed"]:
@@ -221,7 +221,7 @@ class Rig:
                                f"cores (more than {first['other_cpu']['threshold']:g}): "
                                "running the probe again")
             self.progress.begin(f"{what} (again: other load)")
-            rec = search.probe(self, h, cfg, settings, rate, seed)
+            rec = probe.probe(self, h, cfg, settings, rate, seed)
             self.progress.end()
             attempt = 2
             rec["rerun"] = {"why": "other load",

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import bin_path
 from libception import results, summary
-from libception.bench import cpumeter, disktime, journal, steady
+from libception.bench import common, cpumeter, demo, disktime, journal, probe, steady
 
 LIBCEPTION = bin_path("libception")
 T = [5.0 * i for i in range(81)]          # 200 s of warm-up + 200 s judged, every 5 s
@@ -60,6 +60,19 @@ def test_too_short_a_window_cannot_be_called_steady():
     v = steady.verdict([0, 5, 10], [0, 10, 11], 5, [LIMIT] * 3, LIMIT)
     assert not v["steady"] and v["sessions_levelled"] is None
     assert "too short" in v["reasons"][0]
+
+
+def test_full_probes_warm_up_a_mean_session_and_the_demo_stays_bounded():
+    full = common.search_settings(False, start=6)
+    assert full["warmup_s"] >= 200 and full["duration"] >= 200 and full["seeds"] >= 3
+    # The paper's experiment: 14,400 judged sessions, however long they take.
+    assert probe.judged_seconds({**full, "judged_sessions": 14400}, 20.0) == 720.0
+    assert probe.judged_seconds(full, 20.0) == full["duration"]
+    d = demo.settings(False)
+    assert d["method"] == "indicative" and d["search"]["seeds"] == 1
+    rates = demo.steps(d)
+    assert rates == 2 * d["search"]["max_probes"]
+    assert rates * common.probe_seconds(d["search"]) <= 30 * 60
 
 
 def test_disk_time_splits_busy_time_and_sizes():

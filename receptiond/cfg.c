@@ -9,4 +9,6 @@ struct rd_cfg rd_cfg = {
 	.conn_pending = 8,
 	.max_conns = 4096,
 	.max_window = 64u << 20,
+	.order = RD_ORDER_POSITION,
+	.deadline_ns = 2000ull * 1000000u,
 };

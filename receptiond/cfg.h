@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "order.h"
 #include "policy.h"
 
 #define RD_MAX_POLICY_SPECS 16
@@ -19,6 +20,9 @@ struct rd_cfg {
 	unsigned max_conns;
 	unsigned idle_timeout;      /* seconds, 0 = never */
 	uint64_t max_window;        /* longest range one ENSURE may make resident */
+	enum rd_order_mode order;   /* --order: position or fifo (order.h) */
+	uint64_t deadline_ns;       /* --deadline: queue wait the order keeps demand under */
+	unsigned inflight;          /* --inflight: windows read at once, 0 = the policy's */
 	const char *log_path;
 	const char *pidfile;
 };

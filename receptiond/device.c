@@ -191,10 +191,12 @@ static struct rd_device *create(dev_t fs_dev)
 	pthread_condattr_destroy(&ca);
 	hist_init(&d->st.wait);
 	hist_init(&d->st.service);
+	rd_order_stats_init(&d->st.order);
+	d->q.order = (struct rd_order){ .mode = rd_cfg.order, .deadline_ns = rd_cfg.deadline_ns };
 	d->st.created_ns = rd_now_ns();
 	if (start_policy(d))
 		goto fail;
-	unsigned n = d->policy.concurrency ? d->policy.concurrency : 1;
+	unsigned n = rd_cfg.inflight ? rd_cfg.inflight : d->policy.concurrency ? d->policy.concurrency : 1;
 	if (n > 64)
 		n = 64;
 	d->workers = calloc(n, sizeof *d->workers);

@@ -23,6 +23,7 @@
 #include "protocol.h"
 #include "server.h"
 #include "stats.h"
+#include "watch.h"
 
 #define RD_VERSION "0.1"
 
@@ -32,7 +33,9 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: receptiond [--socket PATH] [--foreground] [--prefetch SIZE]\n"
 	        "                  [--policy [DEVICE=]NAME[:ARGS]]... [--queue-depth N]\n"
-	        "                  [--idle-timeout SEC] [--log FILE] [--pidfile FILE] [--version]\n");
+	        "                  [--order position|fifo] [--deadline MS] [--inflight N]\n"
+	        "                  [--idle-timeout SEC] [--log FILE] [--pidfile FILE] [--version]\n"
+	        "                  [--watch PATH]... [--watch-deadline MS] [--watch-spin US]\n");
 }
 
 static int bad(const char *fmt, const char *arg)
@@ -56,6 +59,9 @@ static int parse_uint(const char *s, unsigned *out, unsigned max)
 }
 
 static char default_socket[128];
+static char *watch_paths[RD_WATCH_MAX_PATHS];
+static unsigned nwatch, watch_deadline_ms = RD_WATCH_DEFAULT_DEADLINE_MS;
+static unsigned watch_spin_us = RD_WATCH_DEFAULT_SPIN_US;
 
 static int parse_options(int argc, char **argv)
 {
@@ -66,8 +72,14 @@ static int parse_options(int argc, char **argv)
 		{ "policy", required_argument, 0, 'P' },
 		{ "queue-depth", required_argument, 0, 'q' },
 		{ "idle-timeout", required_argument, 0, 'i' },
+		{ "order", required_argument, 0, 'o' },
+		{ "deadline", required_argument, 0, 'D' },
+		{ "inflight", required_argument, 0, 'n' },
 		{ "log", required_argument, 0, 'l' },
 		{ "pidfile", required_argument, 0, 'd' },
+		{ "watch", required_argument, 0, 'w' },
+		{ "watch-deadline", required_argument, 0, 'W' },
+		{ "watch-spin", required_argument, 0, 'S' },
 		{ "version", no_argument, 0, 'V' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -97,6 +109,34 @@ static int parse_options(int argc, char **argv)
 		case 'i':
 			if (parse_uint(optarg, &rd_cfg.idle_timeout, 1u << 30))
 				return bad("--idle-timeout \"%s\": expected seconds", optarg);
+			break;
+		case 'w':
+			if (nwatch == RD_WATCH_MAX_PATHS)
+				return bad("--watch \"%s\": too many paths", optarg);
+			watch_paths[nwatch++] = optarg;
+			break;
+		case 'W':
+			if (parse_uint(optarg, &watch_deadline_ms, 60000) || !watch_deadline_ms)
+				return bad("--watch-deadline \"%s\": expected milliseconds from 1 to 60000", optarg);
+			break;
+		case 'S':
+			if (parse_uint(optarg, &watch_spin_us, 10000))
+				return bad("--watch-spin \"%s\": expected microseconds from 0 to 10000", optarg);
+			break;
+		case 'o':
+			if (rd_order_mode_parse(optarg, &rd_cfg.order))
+				return bad("--order \"%s\": expected position or fifo", optarg);
+			break;
+		case 'D': {
+			unsigned ms;
+			if (parse_uint(optarg, &ms, 3600u * 1000u))
+				return bad("--deadline \"%s\": expected milliseconds (0: no age bound)", optarg);
+			rd_cfg.deadline_ns = (uint64_t)ms * 1000000u;
+			break;
+		}
+		case 'n':
+			if (parse_uint(optarg, &rd_cfg.inflight, 64) || !rd_cfg.inflight)
+				return bad("--inflight \"%s\": expected a number from 1 to 64", optarg);
 			break;
 		case 'l': rd_cfg.log_path = optarg; break;
 		case 'd': rd_cfg.pidfile = optarg; break;
@@ -210,6 +250,13 @@ int main(int argc, char **argv)
 			rd_log("%s", err);
 		return 1;
 	}
+	if (nwatch && rd_watch_open(watch_paths, nwatch, watch_deadline_ms, watch_spin_us, err, sizeof err)) {
+		fprintf(stderr, "receptiond: %s\n", err);
+		if (rd_cfg.log_path)
+			rd_log("%s", err);
+		rd_server_cleanup();
+		return 1;
+	}
 	int ready = -1;
 	if (!rd_cfg.foreground && daemonize(&ready)) {
 		fprintf(stderr, "receptiond: cannot detach: %s\n", strerror(errno));
@@ -222,12 +269,20 @@ int main(int argc, char **argv)
 	rd_log("listening on %s (pid %d, prefetch %llu, policy %s)", rd_cfg.socket_path, (int)getpid(),
 	       (unsigned long long)rd_cfg.prefetch,
 	       rd_cfg.npolicies ? rd_cfg.policies[0].name : "fixed");
+	if (nwatch && rd_watch_run(rd_cfg.socket_path, err, sizeof err)) {
+		fprintf(stderr, "receptiond: %s\n", err);
+		if (rd_cfg.log_path)
+			rd_log("%s", err);
+		rd_server_cleanup();
+		return 1;
+	}
 	if (ready >= 0) {
 		ssize_t w = write(ready, "1", 1);
 		(void)w;
 		close(ready);
 	}
 	rc = rd_server_run();
+	rd_watch_stop();
 	rd_server_cleanup();
 	rd_device_stop_all();
 	if (rd_cfg.pidfile)

@@ -77,16 +77,17 @@ def test_full_probes_warm_up_a_mean_session_and_the_demo_stays_bounded():
 
 def test_disk_time_splits_busy_time_and_sizes():
     before = {"bytes": 0, "reads": 10, "busy_s": 1.0, "position_s": 0.6, "transfer_s": 0.3,
-              "overhead_s": 0.1, "reads_4k": 2, "reads_under_128k": 4, "reads_under_1m": 8,
-              "reads_under_4m": 10}
-    after = {"bytes": 200e6, "reads": 110, "busy_s": 9.0, "position_s": 3.6, "transfer_s": 4.3,
-             "overhead_s": 1.1, "reads_4k": 12, "reads_under_128k": 24, "reads_under_1m": 58,
-             "reads_under_4m": 100}
+              "overhead_s": 0.1, "commands": 9, "commands_4k": 2, "commands_under_128k": 4,
+              "commands_under_1m": 6, "commands_over_1m": 1}
+    after = {"bytes": 200e6, "reads": 130, "busy_s": 9.0, "position_s": 3.6, "transfer_s": 4.3,
+             "overhead_s": 1.1, "commands": 109, "commands_4k": 12, "commands_under_128k": 24,
+             "commands_under_1m": 56, "commands_over_1m": 11}
     d = disktime.disk_time(disktime.summed([before]), disktime.summed([after]), 10.0)
     assert d["busy_s"] == 8.0 and d["position_s"] == 3.0 and d["transfer_s"] == 4.0
     assert d["transfer_share"] == 0.5 and d["busy_share"] == 0.8 and d["mb_per_s"] == 20.0
-    assert d["commands"] == {"<=4K": 10, "4K-128K": 10, "128K-1M": 30, "1M-4M": 40, ">=4M": 10}
-    assert sum(d["commands"].values()) == d["reads"]
+    assert d["reads"] == 120
+    assert d["commands"] == {"<=4K": 10, "4K-128K": 10, "128K-1M": 30, "1M": 40, ">1M": 10}
+    assert sum(d["commands"].values()) == 100
 
 
 def test_queue_wait_quantiles_of_the_interval_only():

@@ -19,6 +19,7 @@ MSG_ENSURE, MSG_REPORT, MSG_STATS, MSG_STATS_REPLY, MSG_SHUTDOWN = 1, 2, 3, 4, 5
 ST_OK, ST_BADVERSION, ST_BADREQUEST, ST_BUSY, ST_IOERROR = 0, 1, 2, 3, 4
 STATUS_NAMES = {0: "ok", 1: "badversion", 2: "badrequest", 3: "busy", 4: "ioerror"}
 F_NO_PREFETCH = 0x1
+F_LOOKAHEAD = 0x2     # sent without waiting, never answered
 CALLS = ["read", "pread", "readv", "preadv", "sendfile", "copy_file_range", "splice"]
 HIST_BUCKETS = 28
 REPORT_DEVS = 8                                    # + one "other" entry

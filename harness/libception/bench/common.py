@@ -15,7 +15,7 @@ MIB = 2**20
 # concurrent streams (~1,500), and each stream needs room for a prefetch
 # (2 MiB) between its refills.  With 2,000 videos and 828 MiB a stream had
 # 0.5 MiB and libception's prefetches were evicted before use
-# (docs/results.md, "Scaling the memory").
+# (docs/notes/2026-11-23-results.md, "Scaling the memory").
 MEMORY_RATIO = 1 / 32
 FULL_VIDEOS = 20000
 

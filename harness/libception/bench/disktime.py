@@ -4,7 +4,8 @@ its histogram (docs/benchmark.md, "Disk time and queue wait")."""
 
 # hddsim counters the snapshots sum over the mounts
 COUNTERS = ("bytes", "reads", "busy_s", "position_s", "transfer_s", "overhead_s",
-            "reads_4k", "reads_under_128k", "reads_under_1m", "reads_under_4m")
+            "commands", "commands_4k", "commands_under_128k", "commands_under_1m",
+            "commands_over_1m")
 
 
 def summed(disk_stats):
@@ -25,11 +26,12 @@ def disk_time(before, after, elapsed_s):
             "transfer_share": round(d["transfer_s"] / busy, 4) if busy > 0 else None,
             "mb_per_s": round(d["bytes"] / elapsed_s / 1e6, 3) if elapsed_s > 0 else None,
             "reads": d["reads"],
-            "commands": {"<=4K": d["reads_4k"],
-                         "4K-128K": d["reads_under_128k"] - d["reads_4k"],
-                         "128K-1M": d["reads_under_1m"] - d["reads_under_128k"],
-                         "1M-4M": d["reads_under_4m"] - d["reads_under_1m"],
-                         ">=4M": d["reads"] - d["reads_under_4m"]}}
+            # drive commands (pieces FUSE delivered back to back count once)
+            "commands": {"<=4K": d["commands_4k"],
+                         "4K-128K": d["commands_under_128k"] - d["commands_4k"],
+                         "128K-1M": d["commands_under_1m"] - d["commands_under_128k"],
+                         "1M": d["commands"] - d["commands_under_1m"] - d["commands_over_1m"],
+                         ">1M": d["commands_over_1m"]}}
 
 
 def _buckets(daemon_stats, key):

@@ -26,6 +26,8 @@ MODES = {
     "track": "track",          # only count and time calls (for latency CDFs)
 }
 DAEMON_MODES = {"libception", "serialize", "track"}
+# A configuration's keys for receptiond's queue order, and their options.
+QUEUE_ORDER_FLAGS = {"order": "--order", "deadline_ms": "--deadline", "inflight": "--inflight"}
 
 
 def library_videos(path):
@@ -123,6 +125,9 @@ class Rig:
                 args += ["--prefetch", str(cfg["prefetch"])]
             if cfg.get("policy"):   # a sizing policy (docs/prefetch-sizing.md)
                 args += ["--policy", str(cfg["policy"])]
+            for key, flag in QUEUE_ORDER_FLAGS.items():   # docs/receptiond.md QUEUE ORDER
+                if cfg.get(key) is not None:
+                    args += [flag, str(cfg[key])]
             h.daemon = daemon.start(h.socket, detached=False, in_cgroup=h.group.add,
                                     log=os.path.join(base, "receptiond.log"), args=args)
             h.handles.append(c.push("stop receptiond", lambda: _stop_daemon(h.daemon)))
@@ -297,6 +302,9 @@ def describe(cfg):
         parts.append(f"policy {cfg['policy']}")
     if cfg.get("lookahead"):
         parts.append("look-ahead")
+    for key in QUEUE_ORDER_FLAGS:
+        if cfg.get(key) is not None:
+            parts.append(f"{key} {cfg[key]}")
     if cfg.get("read_ahead_kb") is not None:
         parts.append(f"read_ahead_kb {cfg['read_ahead_kb']}")
     for k, v in (cfg.get("hddsim") or {}).items():

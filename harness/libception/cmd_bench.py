@@ -161,8 +161,8 @@ def main(args):
     if search:
         per, seeds = common.probe_seconds(search), search.get("seeds", 1)
         prog.line(f"{args.scenario}: estimated time at most {_hours(steps * seeds * per)} "
-                  f"({steps} rates x {seeds} seeds x ~{per:.0f} s; "
-                  f"method {settings['method']})")
+                  f"({steps} rates x {seeds} seeds x ~{per:.0f} s, method "
+                  f"{settings['method']}; probes rerun for other load come on top)")
     dur = settings.get("search", {}).get("duration")
     if dur is not None and dur <= 10:
         # vidload's deadline is 10 s: a shorter probe cannot fail a session.

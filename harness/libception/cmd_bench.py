@@ -37,6 +37,9 @@ def add_arguments(p):
                         "(default 200 s full, 10 s quick)")
     p.add_argument("--seeds", type=int, metavar="N",
                    help="seeds each rate is judged on (default 3 full, 1 quick)")
+    p.add_argument("--judged-sessions", type=int, metavar="N",
+                   help="judge the N sessions that start after the warm-up instead of "
+                        "--duration seconds (the paper's experiment: 14400)")
     p.add_argument("--videos", type=int, metavar="N",
                    help="library size in videos (default: the paper's 20,000; 60 with --quick); "
                         "the memory limit follows at 1/32 of the library")
@@ -112,12 +115,14 @@ def main(args):
         for key in ("search", "run"):
             if key in settings:
                 settings[key]["duration"] = args.duration
-    for opt, key, low in ((args.warmup, "warmup_s", 0), (args.seeds, "seeds", 1)):
+    for opt, name, key, low in ((args.warmup, "warmup", "warmup_s", 0),
+                                (args.seeds, "seeds", "seeds", 1),
+                                (args.judged_sessions, "judged-sessions", "judged_sessions", 1)):
         if opt is None:
             continue
         if opt < low or "search" not in settings:
-            print(f"{PROG}: --{key.split('_')[0]}: expected a number >= {low}, for a video "
-                  "scenario", file=sys.stderr)
+            print(f"{PROG}: --{name}: expected a number >= {low}, for a video scenario",
+                  file=sys.stderr)
             return 2
         settings["search"][key] = opt
     for item in args.set:

@@ -82,6 +82,19 @@ static void hist_json(struct rd_json *j, const char *key, const struct hist *h)
 	rd_json_dbl(j, "p90", (double)hist_quantile(h, 0.9) / 1e3);
 	rd_json_dbl(j, "p99", (double)hist_quantile(h, 0.99) / 1e3);
 	rd_json_dbl(j, "max", h->total ? (double)h->max / 1e3 : 0);
+	/* The non-empty buckets as [top us, count], so that a reader can take
+	 * the quantiles of an interval from two snapshots (the benchmark's
+	 * per-probe queue wait). */
+	rd_json_arr_begin(j, "buckets");
+	for (unsigned b = 0; b < HIST_BUCKETS; b++) {
+		if (!h->count[b])
+			continue;
+		rd_json_arr_begin(j, NULL);
+		rd_json_dbl(j, NULL, (double)hist_bucket_top(b) / 1e3);
+		rd_json_u64(j, NULL, h->count[b]);
+		rd_json_arr_end(j);
+	}
+	rd_json_arr_end(j);
 	rd_json_obj_end(j);
 }
 

@@ -278,7 +278,7 @@ class ThresholdRig:
         self.calls.append((point["round"], label))
         probes = []
         for rate in (2.0, 4.0, 8.0, 16.0, 32.0):
-            for seed in range(1, settings["repeats"] + 1):
+            for seed in range(1, settings["seeds"] + 1):
                 limit = self.thresholds[label] * (1 + 0.1 * seed)
                 probes.append({"rate": rate, "seed": seed, "pass": rate <= limit})
         if point["round"] in self.disturbed:

@@ -67,11 +67,17 @@ def configurations(s):
 
 
 def disturbance(outcome):
-    """Adapter over the probe records: the first disturbance a probe of
-    this search recorded and was not re-run for (key "disturbance"; a
-    probe re-run at once is "superseded" and does not count)."""
+    """The first disturbance a probe of this search kept: other load above
+    the threshold even in the probe's own re-run (probe.py re-runs a
+    disturbed probe once; the kept record's `other_cpu` says whether its
+    second run was disturbed too)."""
     for p in outcome.get("probes") or []:
-        if p.get("disturbance") and not p.get("superseded"):
+        if p.get("superseded"):
+            continue
+        oc = p.get("other_cpu") or {}
+        if oc.get("disturbed"):
+            return f"other load {oc.get('cores', 0):.2f} cores at {p['rate']:g}/s seed {p['seed']}"
+        if p.get("disturbance"):
             return str(p["disturbance"])
     return None
 
@@ -84,7 +90,7 @@ def run(rig, s):
     if s["seeds"] < 3 and not s.get("quick"):
         rig.log(f"compare: warning: {s['seeds']} seeds, fewer than the pass rule's 3")
     # every seed at every rate: the bootstrap needs each (rate, seed) verdict
-    search = dict(s["search"], repeats=s["seeds"], all_seeds=True)
+    search = dict(s["search"], seeds=s["seeds"], all_seeds=True)
     rounds = []   # {"n", "order", "outcomes", "disturbance", "rerun_of"}
     slot, reruns, pending = 0, 0, None
     while sum(1 for r in rounds if not r["disturbance"]) < s["rounds"]:

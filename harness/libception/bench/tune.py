@@ -26,11 +26,11 @@ def settings(quick):
             "servers": ["nginx", "apache", "lighttpd"], "kinds": list(tuning.KINDS),
             "budget": 3 if quick else tuning.BUDGET,
             "search": {**common.search_settings(quick, start=2 if quick else 6),
-                       "repeats": seeds, "all_seeds": True}}
+                       "seeds": seeds, "all_seeds": True}}
 
 
 def steps(s):
-    probes = 6 * s["search"]["repeats"]
+    probes = 6 * s["search"]["seeds"]
     return len(s["servers"]) * len(s["kinds"]) * s["budget"] * probes
 
 
@@ -82,7 +82,7 @@ def run(rig, s):
     best = {}
     for server in s["servers"]:
         if not rig.wants(server):
-            rig.progress.drop(len(s["kinds"]) * s["budget"] * 6 * s["search"]["repeats"])
+            rig.progress.drop(len(s["kinds"]) * s["budget"] * 6 * s["search"]["seeds"])
             continue
         best[server] = {}
         vanilla_best = None

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "protocol.h"
 #include "server.h"
+#include "socket_path.h"
 #include "stats.h"
 
 #define RD_VERSION "0.1"
@@ -32,7 +33,10 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: receptiond [--socket PATH] [--foreground] [--prefetch SIZE]\n"
 	        "                  [--policy [DEVICE=]NAME[:ARGS]]... [--queue-depth N]\n"
-	        "                  [--idle-timeout SEC] [--log FILE] [--pidfile FILE] [--version]\n");
+	        "                  [--access all|owner|group:NAME] [--user-conns N] [--user-misses N]\n"
+	        "                  [--user-bytes SIZE] [--user-closes N] [--max-devices N]\n"
+	        "                  [--device-idle SEC] [--idle-timeout SEC] [--log FILE]\n"
+	        "                  [--pidfile FILE] [--version]\n");
 }
 
 static int bad(const char *fmt, const char *arg)
@@ -56,6 +60,7 @@ static int parse_uint(const char *s, unsigned *out, unsigned max)
 }
 
 static char default_socket[128];
+static char access_note[160];
 
 static int parse_options(int argc, char **argv)
 {
@@ -68,6 +73,13 @@ static int parse_options(int argc, char **argv)
 		{ "idle-timeout", required_argument, 0, 'i' },
 		{ "log", required_argument, 0, 'l' },
 		{ "pidfile", required_argument, 0, 'd' },
+		{ "access", required_argument, 0, 'A' },
+		{ "user-conns", required_argument, 0, 'C' },
+		{ "user-misses", required_argument, 0, 'M' },
+		{ "user-bytes", required_argument, 0, 'B' },
+		{ "user-closes", required_argument, 0, 'X' },
+		{ "max-devices", required_argument, 0, 'D' },
+		{ "device-idle", required_argument, 0, 'I' },
 		{ "version", no_argument, 0, 'V' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -98,6 +110,19 @@ static int parse_options(int argc, char **argv)
 			if (parse_uint(optarg, &rd_cfg.idle_timeout, 1u << 30))
 				return bad("--idle-timeout \"%s\": expected seconds", optarg);
 			break;
+		case 'A': rd_cfg.access = optarg; break;
+		case 'C': case 'M': case 'X': case 'D': case 'I': {
+			unsigned *to = o == 'C' ? &rd_cfg.user_conns : o == 'M' ? &rd_cfg.user_misses :
+			               o == 'X' ? &rd_cfg.user_closes : o == 'D' ? &rd_cfg.max_devices :
+			               &rd_cfg.device_idle;
+			if (parse_uint(optarg, to, 1u << 20) || !*to)
+				return bad("\"%s\": expected a number from 1", optarg);
+			break;
+		}
+		case 'B':
+			if (rd_parse_size(optarg, &rd_cfg.user_bytes) || !rd_cfg.user_bytes)
+				return bad("--user-bytes \"%s\": expected a size (e.g. 1G)", optarg);
+			break;
 		case 'l': rd_cfg.log_path = optarg; break;
 		case 'd': rd_cfg.pidfile = optarg; break;
 		case 'V': printf("receptiond %s (protocol %d)\n", RD_VERSION, LC_PROTO_VERSION); exit(0);
@@ -112,13 +137,16 @@ static int parse_options(int argc, char **argv)
 		const char *env = getenv(LC_ENV_SOCKET);
 		if (env && *env) {
 			rd_cfg.socket_path = env;
-		} else if (getuid() == 0) {
-			rd_cfg.socket_path = LC_DEFAULT_SOCKET_ROOT;
 		} else {
-			snprintf(default_socket, sizeof default_socket, LC_DEFAULT_SOCKET_USER,
-			         (unsigned)getuid());
+			lc_default_socket(getuid(), getenv("XDG_RUNTIME_DIR"), default_socket,
+			                  sizeof default_socket);
 			rd_cfg.socket_path = default_socket;
 		}
+	}
+	if (rd_access_parse(rd_cfg.access, geteuid(), &rd_access, err, sizeof err, access_note,
+	                    sizeof access_note)) {
+		fprintf(stderr, "receptiond: %s\n", err);
+		return 2;
 	}
 	return 0;
 }
@@ -219,9 +247,13 @@ int main(int argc, char **argv)
 	if (rd_cfg.pidfile && write_pidfile(rd_cfg.pidfile))
 		rd_log("pidfile \"%s\": %s", rd_cfg.pidfile, strerror(errno));
 	rd_stats.started_ns = rd_now_ns();
-	rd_log("listening on %s (pid %d, prefetch %llu, policy %s)", rd_cfg.socket_path, (int)getpid(),
-	       (unsigned long long)rd_cfg.prefetch,
-	       rd_cfg.npolicies ? rd_cfg.policies[0].name : "fixed");
+	char acc[80];
+	rd_log("listening on %s (pid %d, prefetch %llu, policy %s, access %s)", rd_cfg.socket_path,
+	       (int)getpid(), (unsigned long long)rd_cfg.prefetch,
+	       rd_cfg.npolicies ? rd_cfg.policies[0].name : "fixed",
+	       rd_access_describe(&rd_access, acc, sizeof acc));
+	if (access_note[0])
+		rd_log("%s", access_note);
 	if (ready >= 0) {
 		ssize_t w = write(ready, "1", 1);
 		(void)w;

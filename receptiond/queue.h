@@ -31,6 +31,7 @@ struct rd_waiter {
 	uint64_t id;              /* the client's request id */
 	uint64_t offset, length;
 	int silent;               /* a look-ahead (LC_F_LOOKAHEAD): no answer */
+	uint64_t charged;         /* bytes taken from its user's quota */
 };
 
 struct rd_req {

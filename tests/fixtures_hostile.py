@@ -4,6 +4,7 @@ fds, threads and memory from /proc."""
 import json
 import os
 import socket
+import threading
 import traceback
 
 import pytest
@@ -30,6 +31,7 @@ def run_as(uid, fn, *args, gid=None, groups=(), env=None):
             out = {"error": traceback.format_exc()}
         try:
             os.write(w, json.dumps(out).encode())
+            os.close(w)
         finally:
             os._exit(0)
     os.close(w)
@@ -40,7 +42,10 @@ def run_as(uid, fn, *args, gid=None, groups=(), env=None):
             break
         chunks.append(b)
     os.close(r)
-    os.waitpid(pid, 0)
+    # Reaped in the background: a child holding a descriptor of a stopped
+    # FUSE server cannot finish exiting (the close waits for FLUSH) until
+    # the test resumes the server.
+    threading.Thread(target=os.waitpid, args=(pid, 0), daemon=True).start()
     out = json.loads(b"".join(chunks) or b'{"error": "the child died"}')
     if "error" in out:
         raise AssertionError(f"as uid {uid}: {out['error']}")

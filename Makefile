@@ -3,11 +3,12 @@
 #   make install PREFIX=DIR   install bin/, lib/ and share/libception under DIR (honours DESTDIR)
 #   make test                 install what the tests need (Debian 12, as root), build, run all tests
 #   make demo                 the one-command benchmark: nginx vs nginx under libception on an emulated disk
+#   make fuzz                 fuzz receptiond's message path for FUZZ_S seconds (default 600; libFuzzer)
 PREFIX     ?= /usr/local
 COMPONENTS  = preload receptiond hddsim vidload
 BUILD       = $(CURDIR)/build
 
-.PHONY: all $(COMPONENTS) install test check demo deps clean
+.PHONY: all $(COMPONENTS) install test check demo deps clean fuzz
 
 all: $(COMPONENTS)
 	@$(MAKE) --no-print-directory install PREFIX=$(BUILD) DESTDIR= LINK_HARNESS=1 >/dev/null
@@ -39,6 +40,9 @@ check: all
 test: deps
 	$(MAKE) all WERROR=1
 	tests/run
+
+fuzz:
+	$(MAKE) -C receptiond fuzz
 
 demo: deps all
 	build/bin/libception bench demo

@@ -4,7 +4,8 @@
 set -euo pipefail
 
 APT_PACKAGES=(build-essential pkg-config fuse3 libfuse3-dev
-              nginx apache2 lighttpd curl strace psmisc procps diffutils tar)
+              nginx apache2 lighttpd curl strace psmisc procps diffutils tar
+              clang libclang-rt-dev)   # clang + its runtimes: libFuzzer, receptiond's fuzz target
 PY_MODULES=(pytest numpy matplotlib)
 
 missing=()

@@ -35,6 +35,10 @@
 #define RD_MAX_MALFORMED 16
 /* fds a message may carry before the kernel truncates (and closes) the rest. */
 #define RD_MAX_FDS 8
+/* One connection's share of a loop turn: after this much work (or 64
+ * messages) the others go first.  A message may cost a millisecond or so
+ * (a hit check of a 64 MiB window). */
+#define RD_CONN_TURN_NS (1000000u)
 /* Accepting pauses this long when the daemon is out of fds. */
 #define RD_ACCEPT_PAUSE_NS (100ull * 1000000u)
 
@@ -453,7 +457,8 @@ static int serve_conn(struct rd_conn *c, uint32_t events)
 		watch_conn(c, EPOLLIN);
 	}
 	int cut = rd_quota_full(c->uid, RD_Q_CLOSES);
-	for (int i = 0; i < 64 && !cut; i++) {
+	uint64_t turn_end = rd_now_ns() + RD_CONN_TURN_NS;
+	for (int i = 0; i < 64 && !cut && rd_now_ns() < turn_end; i++) {
 		char buf[LC_MAX_MESSAGE + 1] __attribute__((aligned(8)));
 		char cbuf[CMSG_SPACE(sizeof(int) * RD_MAX_FDS) + CMSG_SPACE(sizeof(struct ucred))]
 			__attribute__((aligned(8)));
@@ -490,7 +495,7 @@ static int serve_conn(struct rd_conn *c, uint32_t events)
 	}
 	if (!cut && c->malformed < RD_MAX_MALFORMED &&
 	    !(events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))) {
-		/* Only the 64-message budget ran out; come back later. */
+		/* Only the turn's budget ran out; come back later. */
 		char peek;
 		ssize_t n = recv(c->fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT);
 		if (n > 0 || (n < 0 && errno == EAGAIN))

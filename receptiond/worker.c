@@ -94,7 +94,7 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	int whole = rd_is_resident(fd, lo, whi) == 1;
 	if (whole || rd_is_resident(fd, lo, hi) == 1) {
 		if (!whole)
-			whi = rd_resident_end(fd, lo, hi, whi);
+			whi = rd_resident_end_step(fd, lo, hi, whi, RD_PIECE);
 		struct rd_completion comp = {
 			.req = { .dev = st->st_dev, .ino = st->st_ino, .file_size = size,
 			         .offset = lo, .length = hi - lo, .client_size = m->prefetch,

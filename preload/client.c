@@ -102,14 +102,24 @@ static void drop(struct conn *c)
 	c->open = 0;
 }
 
-/* Room for one more socket of ours under the fd limit (see above). */
-static int socket_allowed(void)
+/* Take a place for one more socket of ours under the fd limit (see
+ * above): 1, or 0 if there is none.  A place not used is given back with
+ * release_socket(). */
+static int reserve_socket(void)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < MIN_NOFILE)
 		return 0;
 	rlim_t share = rl.rlim_cur == RLIM_INFINITY ? (rlim_t)1 << 20 : rl.rlim_cur / SOCKET_SHARE;
-	return (rlim_t)__atomic_load_n(&nsockets, __ATOMIC_RELAXED) < share;
+	if ((rlim_t)__atomic_add_fetch(&nsockets, 1, __ATOMIC_RELAXED) <= share)
+		return 1;
+	__atomic_sub_fetch(&nsockets, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void release_socket(void)
+{
+	__atomic_sub_fetch(&nsockets, 1, __ATOMIC_RELAXED);
 }
 
 /* 1 if the listener on fd is root or our own user. */
@@ -141,11 +151,12 @@ static struct conn *get_conn(void)
 		drop(c);
 	if (c->open)
 		return c;
-	if (shim_now_ns() < __atomic_load_n(&backoff_until, __ATOMIC_RELAXED) || !socket_allowed())
+	if (shim_now_ns() < __atomic_load_n(&backoff_until, __ATOMIC_RELAXED) || !reserve_socket())
 		return NULL;
 
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
+		release_socket();
 		back_off("socket() failed");
 		return NULL;
 	}
@@ -153,19 +164,21 @@ static struct conn *get_conn(void)
 	memcpy(sa.sun_path, shim_cfg.socket, strlen(shim_cfg.socket));
 	struct stat st;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
 		close(fd);
-		back_off(strerror(errno));
+		release_socket();
+		back_off(strerror(e));
 		return NULL;
 	}
 	unsigned peer = 0;
 	if (!trusted_listener(fd, &peer)) {
 		close(fd);
+		release_socket();
 		shim_debug("daemon %s: listener runs as uid %u, neither root nor ours; not used",
 			   shim_cfg.socket, peer);
 		back_off("untrusted listener");
 		return NULL;
 	}
-	__atomic_add_fetch(&nsockets, 1, __ATOMIC_RELAXED);
 	c->fd = move_out_of_the_way(fd);
 	c->open = 1;
 	c->gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);

@@ -299,17 +299,20 @@ def test_hit_check_is_clamped_to_one_window(receptiond, scratch):
     one window (64 MiB)."""
     f = str(scratch / "sparse")
     with open(f, "wb") as fh:
-        fh.truncate(160 * MiB)
-    with open(f, "rb") as fh:
-        while fh.read(8 * MiB):
-            pass
-    assert cached_pages(f) == 160 * MiB // 4096
+        fh.truncate(96 * MiB)
     fd = os.open(f, os.O_RDONLY)
     try:
-        with receptiond.connect() as s:
-            r = lcd.ensure(s, fd, 0, 4096, prefetch=1 << 30)
+        for _ in range(5):      # others' cache drops on a shared machine: try again
+            with open(f, "rb") as fh:
+                while fh.read(8 * MiB):
+                    pass
+            with receptiond.connect() as s:
+                r = lcd.ensure(s, fd, 0, 4096, prefetch=1 << 30)
+            if cached_pages(f) == 96 * MiB // 4096:
+                break
     finally:
         os.close(fd)
+    assert cached_pages(f) == 96 * MiB // 4096
     assert r["was_resident"] and r["resident_offset"] == 0
     assert r["resident_length"] == 64 * MiB, r
 

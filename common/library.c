@@ -1,6 +1,7 @@
 /* library.c - parser for video library files; see library.h. */
 #include "library.h"
 #include "content.h"
+#include "textfile.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -20,18 +21,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || *s == '-')
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int name_ok(const char *name)
+int lib_name_ok(const char *name)
 {
 	if (!*name || *name == '/' || strlen(name) > 200)
 		return 0;
@@ -56,21 +46,16 @@ int library_load(const char *path, struct library *lib, char *err, size_t errlen
 	memset(lib, 0, sizeof *lib);
 	if (!f)
 		return fail(err, errlen, "library \"%s\": %s", path, strerror(errno));
-	while (fgets(line, sizeof line, f)) {
-		lineno++;
-		if (!strchr(line, '\n') && !feof(f)) {
+	char *tok[6];
+	int n;
+	while ((n = text_fields(f, line, sizeof line, &lineno, tok, 6)) != 0) {
+		if (n < 0) {
 			fail(err, errlen, "library \"%s\" line %zu: line too long", path, lineno);
 			goto out;
 		}
-		char *tok[6];
-		int n = 0;
-		for (char *s = strtok(line, " \t\r\n"); s && n < 6; s = strtok(NULL, " \t\r\n"))
-			tok[n++] = s;
-		if (n == 0 || tok[0][0] == '#')
-			continue;
 		if (!seen_magic) {
 			uint64_t ver;
-			if (n != 2 || strcmp(tok[0], LIB_MAGIC) || parse_u64(tok[1], &ver) || ver != LIB_VERSION) {
+			if (n != 2 || strcmp(tok[0], LIB_MAGIC) || text_u64(tok[1], &ver) || ver != LIB_VERSION) {
 				fail(err, errlen, "library \"%s\" line %zu: expected \"" LIB_MAGIC " %d\"",
 				     path, lineno, LIB_VERSION);
 				goto out;
@@ -79,9 +64,9 @@ int library_load(const char *path, struct library *lib, char *err, size_t errlen
 			continue;
 		}
 		struct lib_video v = {0};
-		if (strcmp(tok[0], "video") || n != 5 || !name_ok(tok[1]) ||
-		    parse_u64(tok[2], &v.bytes) || parse_u64(tok[3], &v.bitrate) ||
-		    parse_u64(tok[4], &v.chunk) || v.bytes == 0 || v.bitrate == 0 ||
+		if (strcmp(tok[0], "video") || n != 5 || !lib_name_ok(tok[1]) ||
+		    text_u64(tok[2], &v.bytes) || text_u64(tok[3], &v.bitrate) ||
+		    text_u64(tok[4], &v.chunk) || v.bytes == 0 || v.bitrate == 0 ||
 		    (v.chunk && v.chunk % 4096)) {
 			fail(err, errlen, "library \"%s\" line %zu: expected \"video NAME BYTES BITRATE CHUNK\" "
 			     "(positive numbers, CHUNK 0 or a multiple of 4096)", path, lineno);

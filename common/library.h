@@ -30,6 +30,10 @@ void library_free(struct library *lib);
 /* Number of chunk files of a chunked video (0 for an unchunked one). */
 uint64_t lib_video_chunks(const struct lib_video *v);
 
+/* A video name as library files allow it: a relative path without
+ * spaces, "..", "//", or a trailing '/' (docs/library-format.md). */
+int lib_name_ok(const char *name);
+
 /* Name of chunk k of video v: "NAME/NNNNNN" (six digits). */
 #define LIB_CHUNK_FMT "%s/%06llu"
 

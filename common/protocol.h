@@ -59,6 +59,12 @@ enum lc_msg_type {
 	LC_MSG_STATS_REPLY = 4,
 	/* Ask the daemon to exit (only from its own uid or root). */
 	LC_MSG_SHUTDOWN = 5,
+	/* Ask for the daemon's metrics in the Prometheus text format; the
+	 * reply is framed like LC_MSG_STATS's (LC_MSG_STATS_REPLY, then the
+	 * text in chunks).  A new type, not a struct change, so
+	 * LC_PROTO_VERSION stays; a daemon that predates it drops it as
+	 * malformed and does not answer. */
+	LC_MSG_METRICS = 6,
 };
 
 /* The calls the library intercepts, as counted and timed. */

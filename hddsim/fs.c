@@ -196,6 +196,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	sched_submit(&h->sched, &rq, n->pos + (uint64_t)off, len, 0, (int)fuse_req_ctx(req)->pid);
 	if (n->type == NODE_VIDEO) {
 		content_fill(n->seed, n->src_off + (uint64_t)off, buf, len);
+	} else if (n->type == NODE_DISK) {
+		err = -disk_read(&h->disk, (uint64_t)off, buf, len);
 	} else {
 		ssize_t got = pread((int)fi->fh, buf, len, off);
 		if (got < 0)

@@ -8,12 +8,14 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 
+#include "disk.h"
 #include "layout.h"
 #include "sched.h"
 
 struct hddsim {
 	struct layout layout;
 	struct sched  sched;
+	struct disk   disk;       /* disk mode: the bytes of MOUNT/disk */
 	long     stats_node;      /* node of /.hddsim/stats */
 	uint64_t meta_group;      /* inode tables every this many bytes; 0 = no metadata reads */
 	unsigned max_read;         /* must match the max_read mount option */

@@ -245,6 +245,22 @@ fail:
 	return -1;
 }
 
+int layout_build_disk(struct layout *l, uint64_t bytes, char *err, size_t errlen)
+{
+	memset(l, 0, sizeof *l);
+	long n = add_node(l, 0, "", NODE_DIR);
+	if (n >= 0)
+		n = add_node(l, 0, "disk", NODE_DISK);
+	if (n < 0) {
+		snprintf(err, errlen, "out of memory");
+		layout_free(l);
+		return -1;
+	}
+	l->nodes[n].size = bytes;
+	l->end = bytes;
+	return 0;
+}
+
 void layout_assign_metadata(struct layout *l, uint64_t group)
 {
 	uint64_t cur = UINT64_MAX, rank = 0;

@@ -3,7 +3,8 @@
  * modelled platter.
  *
  * Two sources: a video library file (docs/library-format.md; bytes from
- * common/content.h) or a real directory tree (bytes from the real files).
+ * common/content.h) or a real directory tree (bytes from the real files);
+ * or, in disk mode, one file that is the whole disk.
  * Files are laid out in library/directory order from `start` inwards, each
  * on a 4 KiB boundary; a chunk file lies exactly where its bytes lie in the
  * unchunked video, so every layout of a library puts the same data at the
@@ -17,7 +18,7 @@
 
 #include "library.h"
 
-enum node_type { NODE_DIR, NODE_VIDEO, NODE_REAL, NODE_STATS };
+enum node_type { NODE_DIR, NODE_VIDEO, NODE_REAL, NODE_STATS, NODE_DISK };
 
 struct node {
 	char    *name;        /* last path component ("" for the root) */
@@ -51,6 +52,10 @@ struct layout {
 int layout_build(struct layout *l, const char *source, uint64_t start, uint64_t spread_end,
 		 char *err, size_t errlen);
 void layout_free(struct layout *l);
+
+/* Disk mode's tree: one file "disk" of `bytes` whose byte 0 lies at
+ * platter offset 0 (its bytes come from disk.c). */
+int layout_build_disk(struct layout *l, uint64_t bytes, char *err, size_t errlen);
 
 /* Give every file its own 4 KiB metadata block (inode and block map) in a
  * table at the start of its group of `group` bytes, in layout order. */

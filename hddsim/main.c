@@ -17,19 +17,23 @@
 #define PROG "hddsim"
 
 struct opts {
-	const char *mountpoint, *drive, *drive_file, *library, *trace;
+	const char *mountpoint, *drive, *drive_file, *library, *trace, *disk, *disk_map;
 	double start;
 	unsigned long max_request, threads, max_background, congestion;
 	long policy, queue_depth, segments;
 	long long readahead, meta_group;
-	int allow_other, list, spread, realtime;
+	int allow_other, list, spread, realtime, placed; /* placed: --start/--meta-group given */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: " PROG " MOUNTPOINT --library LIB [--drive PRESET] [options]\n"
+		"       " PROG " MOUNTPOINT --disk IMAGE --disk-map MAP [--drive PRESET] [options]\n"
 		"  --library LIB           library file (lcvl 1) or a directory tree\n"
+		"  --disk IMAGE            disk mode: MOUNT/disk is the whole disk, its file system's\n"
+		"                          blocks from the sparse IMAGE, video extents from MAP (lcdm 1)\n"
+		"  --disk-map MAP          the extent map of --disk\n"
 		"  --drive PRESET          drive preset (default wd-red); --list-drives shows them\n"
 		"  --drive-file FILE       presets file (default: installed drives.conf)\n"
 		"  --start FRACTION        where the library starts on the platter, 0..1 (default 0)\n"
@@ -45,7 +49,8 @@ static void usage(FILE *f)
 		"  --segments N            drive cache segments (default: preset)\n"
 		"  --meta-group BYTES      inode table every BYTES; 0 = no metadata reads (default 134217728)\n"
 		"  --no-allow-other        only the mounting user may read\n"
-		"  --no-realtime           do not sleep at SCHED_FIFO priority 1 (wakes may be late)\n");
+		"  --no-realtime           do not sleep at SCHED_FIFO priority 1 (wakes may be late)\n"
+		"  --version               print the version and exit\n");
 }
 
 static int bad(const char *what, const char *val)
@@ -69,12 +74,13 @@ static int num(const char *what, const char *v, unsigned long long lo, unsigned 
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{"library", 1, 0, 'l'}, {"drive", 1, 0, 'd'}, {"drive-file", 1, 0, 'D'},
+		{"library", 1, 0, 'l'}, {"disk", 1, 0, 'i'}, {"disk-map", 1, 0, 'M'},
+		{"drive", 1, 0, 'd'}, {"drive-file", 1, 0, 'D'},
 		{"start", 1, 0, 's'}, {"trace", 1, 0, 't'}, {"max-request", 1, 0, 'r'},
 		{"max-background", 1, 0, 'b'}, {"congestion-threshold", 1, 0, 'c'},
 		{"threads", 1, 0, 'T'}, {"policy", 1, 0, 'p'}, {"queue-depth", 1, 0, 'q'},
 		{"readahead", 1, 0, 'a'}, {"segments", 1, 0, 'S'}, {"meta-group", 1, 0, 'm'},
-		{"no-allow-other", 0, 0, 'n'}, {"spread", 0, 0, 'P'}, {"no-realtime", 0, 0, 'R'}, {"list-drives", 0, 0, 'L'}, {"help", 0, 0, 'h'},
+		{"no-allow-other", 0, 0, 'n'}, {"spread", 0, 0, 'P'}, {"no-realtime", 0, 0, 'R'}, {"list-drives", 0, 0, 'L'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
 		{0, 0, 0, 0},
 	};
 	*o = (struct opts){ .drive = "wd-red", .max_request = 1 << 20, .threads = 128,
@@ -86,6 +92,8 @@ static int parse(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'l': o->library = optarg; break;
+		case 'i': o->disk = optarg; break;
+		case 'M': o->disk_map = optarg; break;
 		case 'd': o->drive = optarg; break;
 		case 'D': o->drive_file = optarg; break;
 		case 't': o->trace = optarg; break;
@@ -94,8 +102,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'R': o->realtime = 0; break;
 		case 'L': o->list = 1; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': printf(PROG " %s\n", LC_VERSION); exit(0);
 		case 's': {
 			char *end;
+			o->placed = 1;
 			o->start = strtod(optarg, &end);
 			if (end == optarg || *end || !(o->start >= 0 && o->start < 1))
 				return bad("--start", optarg);
@@ -128,6 +138,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			if (num("--segments", optarg, 1, MODEL_MAX_SEGMENTS, &v)) return -1;
 			o->segments = (long)v; break;
 		case 'm':
+			o->placed = 1;
 			if (num("--meta-group", optarg, 0, 1ull << 50, &v) || (v && v % 4096))
 				return bad("--meta-group (0 or a multiple of 4096)", optarg);
 			o->meta_group = (long long)v; break;
@@ -138,8 +149,14 @@ static int parse(int argc, char **argv, struct opts *o)
 	}
 	if (o->list)
 		return 0;
-	if (optind != argc - 1 || !o->library) {
+	if (optind != argc - 1 || !o->library == !o->disk || !o->disk != !o->disk_map) {
 		usage(stderr);
+		return -2;
+	}
+	if (o->disk && (o->placed || o->spread)) {
+		/* The file system on the disk placed everything and reads its own
+		 * metadata: there is nothing for these to do. */
+		fprintf(stderr, PROG ": --start, --spread and --meta-group do not apply to --disk\n");
 		return -2;
 	}
 	o->mountpoint = argv[optind];
@@ -221,18 +238,24 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	uint64_t start = (uint64_t)(o.start * (double)d.capacity) & ~4095ull;
-	if (layout_build(&h.layout, o.library, start, o.spread ? d.capacity : 0, err, sizeof err)) {
+	h.disk.fd = -1;
+	if (o.disk ? disk_open(&h.disk, o.disk, o.disk_map, err, sizeof err) ||
+		     layout_build_disk(&h.layout, h.disk.map.bytes, err, sizeof err)
+		   : layout_build(&h.layout, o.library, start, o.spread ? d.capacity : 0, err, sizeof err)) {
 		fprintf(stderr, PROG ": %s\n", err);
+		disk_close(&h.disk);
 		return 1;
 	}
 	if (h.layout.end > d.capacity) {
-		fprintf(stderr, PROG ": library \"%s\": needs %.1f GB from %.1f GB on, drive \"%s\" holds %.1f GB\n",
-			o.library, (double)(h.layout.end - start) / 1e9, (double)start / 1e9, d.name,
+		fprintf(stderr, PROG ": %s \"%s\": needs %.1f GB from %.1f GB on, drive \"%s\" holds %.1f GB\n",
+			o.disk ? "disk map" : "library", o.disk ? o.disk_map : o.library,
+			(double)(h.layout.end - start) / 1e9, (double)start / 1e9, d.name,
 			(double)d.capacity / 1e9);
 		goto out;
 	}
 	h.stats_node = layout_add_stats(&h.layout);
-	h.meta_group = (uint64_t)o.meta_group;
+	/* On a disk the file system above reads its own metadata. */
+	h.meta_group = o.disk ? 0 : (uint64_t)o.meta_group;
 	layout_assign_metadata(&h.layout, h.meta_group);
 	h.max_read = (unsigned)o.max_request;
 	h.max_background = (unsigned)o.max_background;
@@ -268,9 +291,14 @@ int main(int argc, char **argv)
 	mounted = 1;
 	char bdi[64] = "?";
 	mount_bdi(mnt, bdi, sizeof bdi);
-	printf(PROG ": mounted %s drive %s library %s files %zu bytes %llu platter %.4f..%.4f bdi %s\n",
-	       mnt, d.name, o.library, h.layout.count, (unsigned long long)(h.layout.end - start),
-	       (double)start / (double)d.capacity, (double)h.layout.end / (double)d.capacity, bdi);
+	if (o.disk)
+		printf(PROG ": mounted %s drive %s disk %s map %s extents %zu bytes %llu platter 0.0000..%.4f bdi %s\n",
+		       mnt, d.name, o.disk, o.disk_map, h.disk.map.count,
+		       (unsigned long long)h.disk.map.bytes, (double)h.layout.end / (double)d.capacity, bdi);
+	else
+		printf(PROG ": mounted %s drive %s library %s files %zu bytes %llu platter %.4f..%.4f bdi %s\n",
+		       mnt, d.name, o.library, h.layout.count, (unsigned long long)(h.layout.end - start),
+		       (double)start / (double)d.capacity, (double)h.layout.end / (double)d.capacity, bdi);
 	fflush(stdout);
 
 	lc = fuse_loop_cfg_create();
@@ -291,6 +319,7 @@ out:
 	if (trace)
 		fclose(trace);
 	layout_free(&h.layout);
+	disk_close(&h.disk);
 	if (mounted)
 		fprintf(stderr, PROG ": unmounted %s\n", mnt);
 	return rc;

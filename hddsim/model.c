@@ -115,6 +115,7 @@ int model_init(struct model *m, const struct drive *d, char *err, size_t errlen)
 		m->fit.B = 2 * m->fit.e * sqrt(m->fit.x0);
 	}
 	m->ra_seg = -1;
+	m->free_t = -1;
 	for (unsigned i = 0; i < d->segments; i++)
 		m->seg[i] = (struct segment){0, 0, -1};
 	return 0;
@@ -209,6 +210,16 @@ static int segment_ending_at(const struct model *m, uint64_t pos)
 	return lru_segment(m);
 }
 
+int model_joins(const struct model *m, const struct model_req *r)
+{
+	return r->pos == m->head && m->head_t == m->free_t && r->arrival <= m->head_t + MODEL_MERGE_NS;
+}
+
+int64_t model_start(const struct model *m, int64_t t, const struct model_req *r)
+{
+	return model_joins(m, r) && m->head_t < t ? m->head_t : t;
+}
+
 struct model_cost model_serve(struct model *m, int64_t t, const struct model_req *r)
 {
 	struct model_cost c = {0};
@@ -216,6 +227,7 @@ struct model_cost model_serve(struct model *m, int64_t t, const struct model_req
 	uint64_t frontier = ra_frontier(m, t);
 	int seg;
 	enum kind k = classify(m, t, r, frontier, &seg);
+	int joined = t == m->head_t && model_joins(m, r);
 
 	/* The read-ahead ran until now: keep what it read. */
 	if (m->ra_seg >= 0) {
@@ -235,6 +247,7 @@ struct model_cost model_serve(struct model *m, int64_t t, const struct model_req
 		c.overhead = (int64_t)ms_to_ns(m->d.hit_overhead);
 		c.xfer = (int64_t)((double)r->len / (m->d.interface_rate * 1e-3));
 		c.total = c.overhead + c.xfer;
+		m->free_t = t + c.total;
 		m->seg[seg].used = t;
 		/* A sequential reader keeps the read-ahead going in front of it;
 		 * if it had stopped at the head, it resumes when the platter
@@ -250,7 +263,7 @@ struct model_cost model_serve(struct model *m, int64_t t, const struct model_req
 	}
 
 	if (k == CONTINUE) {
-		c.hit = 2;
+		c.hit = joined ? 3 : 2;
 		c.xfer = model_xfer_ns(m, m->head, end);
 		if (seg < 0)
 			seg = segment_ending_at(m, m->head);
@@ -264,7 +277,7 @@ struct model_cost model_serve(struct model *m, int64_t t, const struct model_req
 	}
 	c.total = c.overhead + c.seek + c.rot + c.xfer;
 	m->head = end;
-	m->head_t = t + c.total;
+	m->head_t = m->free_t = t + c.total;
 	m->seg[seg].end = end;
 	m->seg[seg].used = t;
 	if (m->seg[seg].end - m->seg[seg].start > m->d.segment_bytes)
@@ -278,26 +291,55 @@ struct model_cost model_serve(struct model *m, int64_t t, const struct model_req
 	return c;
 }
 
+/* The queued piece that ends where q[i] starts (one large command split
+ * by the host), or n if there is none. */
+static size_t predecessor(const struct model_req *q, size_t n, size_t i, int64_t t)
+{
+	for (size_t j = 0; j < n; j++)
+		if (j != i && q[j].arrival <= t && q[j].pos + q[j].len == q[i].pos)
+			return j;
+	return n;
+}
+
+/* The first piece of the chain q[i] belongs to. */
+static size_t chain_start(const struct model_req *q, size_t n, size_t i, int64_t t)
+{
+	for (size_t steps = 0; steps < n; steps++) {
+		size_t j = predecessor(q, n, i, t);
+		if (j == n)
+			break;
+		i = j;
+	}
+	return i;
+}
+
 size_t model_pick(const struct model *m, int64_t t, const struct model_req *q, size_t n)
 {
-	if (n == 0 || m->d.policy == MODEL_FIFO || q[0].arrival > t)
+	if (n == 0 || q[0].arrival > t)
 		return 0;
+	/* Past the age limit the oldest goes next, so that a stream of
+	 * joining pieces cannot hold the head forever. */
 	if ((double)(t - q[0].arrival) > ms_to_ns(m->d.age_limit))
-		return 0;
+		return chain_start(q, n, 0, t);
+	for (size_t i = 0; i < n; i++)
+		if (q[i].arrival <= t && model_joins(m, &q[i]))
+			return i;
+	if (m->d.policy == MODEL_FIFO)
+		return chain_start(q, n, 0, t);
 	/* A command the drive can serve without positioning (cache hit, or
 	 * continuing the head's read) goes first wherever it is queued: the
 	 * host's elevator would have sorted or merged it in. */
 	for (size_t i = 0; i < n; i++)
 		if (q[i].arrival <= t && model_position_cost(m, t, &q[i]) == 0)
 			return i;
-	size_t best = 0, depth = n < m->d.queue_depth ? n : m->d.queue_depth;
-	int64_t best_cost = model_position_cost(m, t, &q[0]);
-	for (size_t i = 1; i < depth && best_cost > 0; i++) {
-		if (q[i].arrival > t)
+	size_t best = n, depth = n < m->d.queue_depth ? n : m->d.queue_depth;
+	int64_t best_cost = 0;
+	for (size_t i = 0; i < depth; i++) {
+		if (q[i].arrival > t || predecessor(q, n, i, t) < n)
 			continue;
 		int64_t c = model_position_cost(m, t, &q[i]);
-		if (c < best_cost)
+		if (best == n || c < best_cost)
 			best = i, best_cost = c;
 	}
-	return best;
+	return best < n ? best : chain_start(q, n, 0, t);
 }

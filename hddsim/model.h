@@ -21,6 +21,17 @@
  *   queue        FIFO, or SPTF over the oldest `queue_depth` commands with
  *                an age limit (model_pick); under SPTF a command needing no
  *                positioning is taken from anywhere in the queue.
+ *   merging      the host may split one large command into pieces (FUSE
+ *                sends at most 1 MiB per request, so a loop device's 4 MiB
+ *                command reaches us as four) that arrive together, in any
+ *                order, or just after each other.  A piece that starts
+ *                exactly where the last media transfer ended and arrived
+ *                before that transfer ended, or at most MODEL_MERGE_NS
+ *                after, joins it: it goes first under any policy and
+ *                starts at that end with no positioning (model_joins,
+ *                model_start).  A queued piece whose predecessor piece is
+ *                also queued is never picked before it, so the chain is
+ *                served as one transfer from its first piece.
  */
 #ifndef HDDSIM_MODEL_H
 #define HDDSIM_MODEL_H
@@ -29,6 +40,7 @@
 #include <stdint.h>
 
 #define MODEL_MAX_SEGMENTS 64
+#define MODEL_MERGE_NS 200000  /* a joining piece may arrive this long after the end */
 
 enum model_policy { MODEL_FIFO, MODEL_SPTF };
 
@@ -72,6 +84,7 @@ struct model {
 	int64_t  trev;         /* ns per revolution */
 	uint64_t head;         /* byte under the head */
 	int64_t  head_t;       /* when the head got there (end of last media op) */
+	int64_t  free_t;       /* end of the last command (media or cache); -1 none */
 	int      ra_seg;       /* segment being read ahead into, -1 none */
 	uint64_t ra_limit;     /* read-ahead stops here */
 	struct segment seg[MODEL_MAX_SEGMENTS];
@@ -88,7 +101,8 @@ struct model_cost {
 	int64_t seek, rot, xfer, overhead;  /* ns */
 	int64_t total;                      /* sum of the above */
 	uint64_t seek_dist;                 /* bytes the head moved */
-	int hit;                            /* 1 all from cache, 2 continued the head's read */
+	int hit;                            /* 1 all from cache, 2 continued the head's read,
+					       3 joined the previous command (MODEL_MERGE_NS) */
 };
 
 /* Fit the seek curve and reset the state; -1 with a message if the drive's
@@ -108,5 +122,12 @@ struct model_cost model_serve(struct model *m, int64_t t, const struct model_req
 
 /* Which of the queued commands (in arrival order) the drive starts at t. */
 size_t model_pick(const struct model *m, int64_t t, const struct model_req *q, size_t n);
+
+/* r is the next piece of the command just served (see "merging" above). */
+int model_joins(const struct model *m, const struct model_req *r);
+
+/* When the drive starts r, picked at t: t, or for a joining piece the end
+ * of the transfer it continues (which may lie before t). */
+int64_t model_start(const struct model *m, int64_t t, const struct model_req *r);
 
 #endif

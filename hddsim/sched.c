@@ -25,6 +25,18 @@ static void sleep_until(int64_t t)
 		;
 }
 
+/* Drive commands by size, a split command's pieces joined (model.h). */
+static void cmd_sizes_add(struct cmd_sizes *c, uint64_t len)
+{
+	if (!len)
+		return;
+	c->n++;
+	c->le_4k += len <= 4096;
+	c->under_128k += len < (128u << 10);
+	c->under_1m += len < (1u << 20);
+	c->over_1m += len > (1u << 20);
+}
+
 static void *actuator(void *arg)
 {
 	struct sched *s = arg;
@@ -64,9 +76,18 @@ static void *actuator(void *arg)
 		struct sched_req *req = s->q[k];
 		memmove(&s->q[k], &s->q[k + 1], (s->nq - k - 1) * sizeof *s->q);
 		s->nq--;
+		/* The next piece of the command just served starts where it
+		 * ended, even if it reached us a moment later (model.h). */
+		t = model_start(&s->m, t, &req->r);
 		req->taken = 1;
 		req->start = t;
 		req->cost = model_serve(&s->m, t, &req->r);
+		if (req->cost.hit == 3) {
+			s->cmd_len += req->r.len;
+		} else {
+			cmd_sizes_add(&s->cmds, s->cmd_len);
+			s->cmd_len = req->r.len;
+		}
 		req->done_at = t + req->cost.total;
 		s->model_t = req->done_at;
 		/* The caller sleeps until done_at itself (one wake-up, not two);
@@ -158,7 +179,8 @@ void sched_wait(struct sched *s, struct sched_req *rq)
 		pthread_mutex_lock(&s->lock);
 		rq->done = 1;
 	}
-	int64_t late = now - rq->done_at;
+	/* A joining piece may be due before it arrived (model_start). */
+	int64_t late = now - (rq->done_at > rq->r.arrival ? rq->done_at : rq->r.arrival);
 	/* A request taken within the plug may start before it arrived. */
 	int64_t wait = rq->start > rq->r.arrival ? rq->start - rq->r.arrival : 0;
 	if (rq->done) {
@@ -166,11 +188,15 @@ void sched_wait(struct sched *s, struct sched_req *rq)
 		s->reads++;
 		s->bytes += len;
 		s->hits += c->hit == 1;
-		s->continued += c->hit == 2;
+		s->continued += c->hit >= 2;
+		s->merged += c->hit == 3;
 		s->meta_reads += meta != 0;
 		s->reads_4k += len <= 4096;
 		s->reads_under_128k += len < (128u << 10);
 		s->busy += (uint64_t)c->total;
+		s->overhead += (uint64_t)c->overhead;
+		s->position += (uint64_t)(c->seek + c->rot);
+		s->transfer += (uint64_t)c->xfer;
 		s->service += (uint64_t)(rq->done_at - rq->start + wait);
 		s->wait += (uint64_t)wait;
 		s->seek_total += c->seek_dist;
@@ -183,7 +209,8 @@ void sched_wait(struct sched *s, struct sched_req *rq)
 				(double)wait / 1e3,
 				(double)(c->overhead + c->seek + c->rot) / 1e3, (double)c->xfer / 1e3,
 				(double)late / 1e3,
-				meta ? "meta" : c->hit == 1 ? "hit" : c->hit == 2 ? "cont" : "miss", rq->pid);
+				meta ? "meta" : c->hit == 1 ? "hit" : c->hit == 2 ? "cont" : c->hit == 3 ? "merge" : "miss",
+				rq->pid);
 	} else {
 		/* Shutting down: leave the queue consistent. */
 		for (size_t i = 0; i < s->nq; i++)
@@ -247,6 +274,8 @@ size_t sched_stats(struct sched *s, char *buf, size_t len)
 	double up = (double)(now - s->t0) / 1e9;
 	double win = (double)(s->cur.t - s->prev.t) / 1e9;
 	uint64_t dr = s->cur.reads - s->prev.reads;
+	struct cmd_sizes cmds = s->cmds;
+	cmd_sizes_add(&cmds, s->cmd_len); /* the one in progress */
 	int n = snprintf(buf, len,
 		"drive %s\n"
 		"uptime_s %.3f\n"
@@ -254,6 +283,7 @@ size_t sched_stats(struct sched *s, char *buf, size_t len)
 		"bytes %" PRIu64 "\n"
 		"cache_hits %" PRIu64 "\n"
 		"continued %" PRIu64 "\n"
+		"merged %" PRIu64 "\n"
 		"meta_reads %" PRIu64 "\n"
 		"reads_4k %" PRIu64 "\n"
 		"reads_under_128k %" PRIu64 "\n"
@@ -270,8 +300,16 @@ size_t sched_stats(struct sched *s, char *buf, size_t len)
 		"lateness_p50_us %.1f\n"
 		"lateness_p99_us %.1f\n"
 		"lateness_max_us %.1f\n"
-		"service_p99_ms %.3f\n",
-		s->m.d.name, up, s->reads, s->bytes, s->hits, s->continued, s->meta_reads,
+		"service_p99_ms %.3f\n"
+		"position_s %.6f\n"
+		"overhead_s %.6f\n"
+		"transfer_s %.6f\n"
+		"commands %" PRIu64 "\n"
+		"commands_4k %" PRIu64 "\n"
+		"commands_under_128k %" PRIu64 "\n"
+		"commands_under_1m %" PRIu64 "\n"
+		"commands_over_1m %" PRIu64 "\n",
+		s->m.d.name, up, s->reads, s->bytes, s->hits, s->continued, s->merged, s->meta_reads,
 		s->reads_4k, s->reads_under_128k, s->nq,
 		(double)s->busy / 1e9,
 		up > 0 ? (double)s->busy / 1e9 / up : 0,
@@ -285,7 +323,9 @@ size_t sched_stats(struct sched *s, char *buf, size_t len)
 		(double)hist_quantile(&s->lateness, 0.5) / 1e3,
 		(double)hist_quantile(&s->lateness, 0.99) / 1e3,
 		(double)(s->lateness.total ? s->lateness.max : 0) / 1e3,
-		(double)hist_quantile(&s->service_hist, 0.99) / 1e6);
+		(double)hist_quantile(&s->service_hist, 0.99) / 1e6,
+		(double)s->position / 1e9, (double)s->overhead / 1e9, (double)s->transfer / 1e9,
+		cmds.n, cmds.le_4k, cmds.under_128k, cmds.under_1m, cmds.over_1m);
 	pthread_mutex_unlock(&s->lock);
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }

@@ -35,6 +35,11 @@ struct sched_snap {
 	uint64_t reads, bytes, busy, service;
 };
 
+/* Drive commands by size (cumulative "under" classes, as the reads'). */
+struct cmd_sizes {
+	uint64_t n, le_4k, under_128k, under_1m, over_1m;
+};
+
 struct sched {
 	struct model m;
 	pthread_mutex_t lock;
@@ -48,9 +53,12 @@ struct sched {
 	FILE           *trace;
 	int             realtime; /* wake callers at SCHED_FIFO priority */
 	/* counters */
-	uint64_t reads, bytes, hits, continued, meta_reads;
+	uint64_t reads, bytes, hits, continued, merged, meta_reads;
 	uint64_t reads_4k, reads_under_128k; /* short commands: page faults, split read-ahead */
 	uint64_t busy, service, wait, seek_total;
+	uint64_t overhead, position, transfer; /* ns: parts of busy */
+	struct cmd_sizes cmds;    /* finished commands, pieces joined */
+	uint64_t cmd_len;         /* the command in progress */
 	struct hist lateness, service_hist;
 	struct sched_snap prev, cur; /* last two one-second snapshots */
 };

@@ -1,4 +1,4 @@
-/* cfg.c - the settings and their defaults (main.c fills them in). */
+/* cfg.c - the settings and their defaults (options.c fills them in). */
 #include "cfg.h"
 
 #include "protocol.h"
@@ -15,6 +15,11 @@ struct rd_cfg rd_cfg = {
 	.user_closes = 256,
 	.max_devices = 64,
 	.device_idle = 60,
+	.watch_deadline_ms = RD_WATCH_DEFAULT_DEADLINE_MS,
+	.watch_spin_us = RD_WATCH_DEFAULT_SPIN_US,
+	.order = RD_ORDER_POSITION,
+	.deadline_ns = 2000ull * 1000000u,
 };
 
 struct rd_access rd_access = { .kind = RD_ACCESS_OWNER };
+char rd_access_note[160];

@@ -1,11 +1,14 @@
-/* cfg.h - receptiond's settings, filled from the command line (main.c). */
+/* cfg.h - receptiond's settings, filled from its configuration file and
+ * command line (options.c). */
 #ifndef RD_CFG_H
 #define RD_CFG_H
 
 #include <stdint.h>
 
 #include "access.h"
+#include "order.h"
 #include "policy.h"
+#include "watch.h"
 
 #define RD_MAX_POLICY_SPECS 16
 
@@ -29,11 +32,20 @@ struct rd_cfg {
 	const char *access;         /* --access, NULL = the default (access.h) */
 	unsigned idle_timeout;      /* seconds, 0 = never */
 	uint64_t max_window;        /* longest range one ENSURE may make resident */
+	enum rd_order_mode order;   /* --order: position or fifo (order.h) */
+	uint64_t deadline_ns;       /* --deadline: queue wait the order keeps demand under */
+	unsigned inflight;          /* --inflight: windows read at once, 0 = the policy's */
 	const char *log_path;
 	const char *pidfile;
+	const char *metrics_listen; /* ADDR:PORT for /metrics, NULL = none */
+	char *watch_paths[RD_WATCH_MAX_PATHS]; /* --watch: mounts to mark */
+	unsigned nwatch;
+	unsigned watch_deadline_ms;
+	unsigned watch_spin_us;
 };
 
 extern struct rd_cfg rd_cfg;
 extern struct rd_access rd_access;   /* parsed from rd_cfg.access */
+extern char rd_access_note[160];     /* a default that fell back, said once in the log */
 
 #endif

@@ -37,6 +37,17 @@ static struct dev_map *maps;
 static unsigned nmaps, ndevices;
 static struct rd_device *devices, **devices_tail = &devices;
 static struct rd_lib_disk *lib_disks, **lib_disks_tail = &lib_disks;
+static pthread_rwlock_t walkers = PTHREAD_RWLOCK_INITIALIZER;
+
+void rd_device_walk_begin(void)
+{
+	pthread_rwlock_rdlock(&walkers);
+}
+
+void rd_device_walk_end(void)
+{
+	pthread_rwlock_unlock(&walkers);
+}
 static struct rd_log_limit full_log;
 
 static int read_line(const char *path, char *buf, size_t len)
@@ -243,9 +254,13 @@ static int evict_idle(void)
 				m = &(*m)->next;
 			}
 		}
+		/* Other threads walk the list (the metrics thread): unlinked
+		 * and freed only while none does. */
+		pthread_rwlock_wrlock(&walkers);
 		*p = d->next;
 		if (devices_tail == &d->next)
 			devices_tail = p;
+		pthread_rwlock_unlock(&walkers);
 		rd_log("device %s: idle, freed to make room for another", d->name);
 		if (d->policy.ops->destroy)
 			d->policy.ops->destroy(&d->policy);
@@ -293,10 +308,12 @@ static struct rd_device *create(dev_t fs_dev, int *direct)
 	pthread_condattr_destroy(&ca);
 	hist_init(&d->st.wait);
 	hist_init(&d->st.service);
+	rd_order_stats_init(&d->st.order);
+	d->q.order = (struct rd_order){ .mode = rd_cfg.order, .deadline_ns = rd_cfg.deadline_ns };
 	d->st.created_ns = rd_now_ns();
 	if (start_policy(d))
 		goto fail;
-	d->nworkers = d->policy.concurrency ? d->policy.concurrency : 1;
+	d->nworkers = rd_cfg.inflight ? rd_cfg.inflight : d->policy.concurrency ? d->policy.concurrency : 1;
 	if (d->nworkers > 64)
 		d->nworkers = 64;
 	if (!start_workers(d))
@@ -305,7 +322,8 @@ static struct rd_device *create(dev_t fs_dev, int *direct)
 	       minor(info.disk), d->policy.ops->name, d->args[0] ? ":" : "", d->args, d->nworkers,
 	       d->nworkers == 1 ? "" : "s",
 	       d->policy.direct ? ", direct (ENSUREs answered at once, the library reads)" : "");
-	*devices_tail = d;
+	/* Published whole: the metrics thread walks the list unlocked. */
+	__atomic_store_n(devices_tail, d, __ATOMIC_RELEASE);
 	devices_tail = &d->next;
 	ndevices++;
 	return d;
@@ -452,7 +470,7 @@ struct rd_lib_disk *rd_lib_disk_list(void)
 
 struct rd_device *rd_device_list(void)
 {
-	return devices;
+	return __atomic_load_n(&devices, __ATOMIC_ACQUIRE);
 }
 
 unsigned rd_device_busy(void)

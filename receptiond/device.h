@@ -67,8 +67,13 @@ struct rd_lib_disk {
 int rd_device_count_library(dev_t fs_dev, const struct lc_report_dev *e);
 /* Library-only disks, in the order first reported (main thread only). */
 struct rd_lib_disk *rd_lib_disk_list(void);
-/* All devices, in creation order (main thread only). */
+/* All devices, in creation order.  The main thread adds and (when the
+ * table is full, rd_device_for) frees them; another thread walks the
+ * list between rd_device_walk_begin() and _end(), loading each next with
+ * __ATOMIC_ACQUIRE (devices are appended whole). */
 struct rd_device *rd_device_list(void);
+void rd_device_walk_begin(void);
+void rd_device_walk_end(void);
 /* Stop every worker after its current piece and wait for them. */
 void rd_device_stop_all(void);
 /* Queued or in-flight requests on any device. */

@@ -17,11 +17,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "cfg.h"
 
 int rd_listen_fd = -1;
 static int dir_fd = -1;
@@ -153,6 +156,56 @@ int rd_server_listen(const char *path, char *err, size_t errlen)
 	}
 	rd_listen_fd = fd;
 	return 0;
+}
+
+/*
+ * systemd's socket activation (sd_listen_fds(3)): LISTEN_PID names this
+ * process and LISTEN_FDS the number of sockets passed from fd 3 on.  Read
+ * here rather than through libsystemd: the protocol is these two
+ * variables, and the daemon keeps no dependency beyond libc.  The socket's
+ * file and directory are systemd's (the unit says where and with which
+ * mode); who may use it is still --access's call.
+ */
+#define RD_LISTEN_FDS_START 3
+
+int rd_server_adopt_systemd(char *err, size_t errlen)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid())
+		return 0;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (strcmp(fds, "1")) {
+		snprintf(err, errlen, "systemd passed %s sockets (LISTEN_FDS); expected one", fds);
+		return -1;
+	}
+	int fd = RD_LISTEN_FDS_START, type = 0, listening = 0, one = 1;
+	socklen_t tl = sizeof type, ll = sizeof listening;
+	struct sockaddr_un sa;
+	socklen_t sl = sizeof sa;
+	memset(&sa, 0, sizeof sa);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) || sa.sun_family != AF_UNIX ||
+	    type != SOCK_SEQPACKET || !listening) {
+		snprintf(err, errlen, "the socket systemd passed is not a listening Unix "
+		         "SOCK_SEQPACKET socket (ListenSequentialPacket=)");
+		return -1;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) || fcntl(fd, F_SETFD, FD_CLOEXEC) ||
+	    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one)) {
+		snprintf(err, errlen, "systemd's socket: %s", strerror(errno));
+		return -1;
+	}
+	/* Its file is systemd's: dir_fd stays closed, so it is never
+	 * unlinked here; the name is only shown in the statistics. */
+	static char name[sizeof sa.sun_path + 1];
+	snprintf(name, sizeof name, "%.*s", (int)sizeof sa.sun_path, sa.sun_path);
+	rd_cfg.socket_path = name;
+	rd_listen_fd = fd;
+	return 1;
 }
 
 void rd_server_cleanup(void)

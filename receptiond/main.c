@@ -1,5 +1,5 @@
 /*
- * main.c - receptiond: options, daemonizing, and the run of the server.
+ * main.c - receptiond: start-up (options.c has the settings), daemonizing, and the run of the server.
  *
  * Without --foreground the daemon detaches (setsid, double fork) and the
  * command returns 0 only once the socket accepts connections, so a
@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,136 +19,13 @@
 #include "cfg.h"
 #include "device.h"
 #include "log.h"
+#include "metrics.h"
+#include "options.h"
 #include "protocol.h"
 #include "server.h"
-#include "socket_path.h"
 #include "stats.h"
+#include "watch.h"
 
-#define RD_VERSION "0.1"
-
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-	        "usage: receptiond [--socket PATH] [--foreground] [--prefetch SIZE]\n"
-	        "                  [--policy [DEVICE=]NAME[:ARGS]]... [--queue-depth N]\n"
-	        "                  [--access all|owner|group:NAME] [--user-conns N] [--user-misses N]\n"
-	        "                  [--user-bytes SIZE] [--user-closes N] [--max-devices N]\n"
-	        "                  [--device-idle SEC] [--idle-timeout SEC] [--log FILE]\n"
-	        "                  [--pidfile FILE] [--version]\n");
-}
-
-static int bad(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "receptiond: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n");
-	usage(stderr);
-	return 2;
-}
-
-static int parse_uint(const char *s, unsigned *out, unsigned max)
-{
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v > max || *s == '-')
-		return -1;
-	*out = (unsigned)v;
-	return 0;
-}
-
-static char default_socket[128];
-static char access_note[160];
-
-static int parse_options(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "socket", required_argument, 0, 's' },
-		{ "foreground", no_argument, 0, 'f' },
-		{ "prefetch", required_argument, 0, 'p' },
-		{ "policy", required_argument, 0, 'P' },
-		{ "queue-depth", required_argument, 0, 'q' },
-		{ "idle-timeout", required_argument, 0, 'i' },
-		{ "log", required_argument, 0, 'l' },
-		{ "pidfile", required_argument, 0, 'd' },
-		{ "access", required_argument, 0, 'A' },
-		{ "user-conns", required_argument, 0, 'C' },
-		{ "user-misses", required_argument, 0, 'M' },
-		{ "user-bytes", required_argument, 0, 'B' },
-		{ "user-closes", required_argument, 0, 'X' },
-		{ "max-devices", required_argument, 0, 'D' },
-		{ "device-idle", required_argument, 0, 'I' },
-		{ "version", no_argument, 0, 'V' },
-		{ "help", no_argument, 0, 'h' },
-		{ 0, 0, 0, 0 },
-	};
-	int o;
-	char err[256];
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (o) {
-		case 's': rd_cfg.socket_path = optarg; break;
-		case 'f': rd_cfg.foreground = 1; break;
-		case 'p':
-			if (rd_parse_size(optarg, &rd_cfg.prefetch) || rd_cfg.prefetch > (1ull << 30))
-				return bad("--prefetch \"%s\": expected a size up to 1G (e.g. 2M, 512K)", optarg);
-			break;
-		case 'P':
-			if (rd_cfg.npolicies == RD_MAX_POLICY_SPECS)
-				return bad("--policy \"%s\": too many policies", optarg);
-			if (rd_policy_spec_parse(optarg, &rd_cfg.policies[rd_cfg.npolicies], err, sizeof err))
-				return bad("%s", err);
-			rd_cfg.npolicies++;
-			break;
-		case 'q':
-			if (parse_uint(optarg, &rd_cfg.queue_depth, 1u << 20) || !rd_cfg.queue_depth)
-				return bad("--queue-depth \"%s\": expected a number from 1", optarg);
-			break;
-		case 'i':
-			if (parse_uint(optarg, &rd_cfg.idle_timeout, 1u << 30))
-				return bad("--idle-timeout \"%s\": expected seconds", optarg);
-			break;
-		case 'A': rd_cfg.access = optarg; break;
-		case 'C': case 'M': case 'X': case 'D': case 'I': {
-			unsigned *to = o == 'C' ? &rd_cfg.user_conns : o == 'M' ? &rd_cfg.user_misses :
-			               o == 'X' ? &rd_cfg.user_closes : o == 'D' ? &rd_cfg.max_devices :
-			               &rd_cfg.device_idle;
-			if (parse_uint(optarg, to, 1u << 20) || !*to)
-				return bad("\"%s\": expected a number from 1", optarg);
-			break;
-		}
-		case 'B':
-			if (rd_parse_size(optarg, &rd_cfg.user_bytes) || !rd_cfg.user_bytes)
-				return bad("--user-bytes \"%s\": expected a size (e.g. 1G)", optarg);
-			break;
-		case 'l': rd_cfg.log_path = optarg; break;
-		case 'd': rd_cfg.pidfile = optarg; break;
-		case 'V': printf("receptiond %s (protocol %d)\n", RD_VERSION, LC_PROTO_VERSION); exit(0);
-		case 'h': usage(stdout); exit(0);
-		default:
-			return bad("unknown or incomplete option \"%s\"", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return bad("unexpected argument \"%s\"", argv[optind]);
-	if (!rd_cfg.socket_path) {
-		const char *env = getenv(LC_ENV_SOCKET);
-		if (env && *env) {
-			rd_cfg.socket_path = env;
-		} else {
-			lc_default_socket(getuid(), getenv("XDG_RUNTIME_DIR"), default_socket,
-			                  sizeof default_socket);
-			rd_cfg.socket_path = default_socket;
-		}
-	}
-	if (rd_access_parse(rd_cfg.access, geteuid(), &rd_access, err, sizeof err, access_note,
-	                    sizeof access_note)) {
-		fprintf(stderr, "receptiond: %s\n", err);
-		return 2;
-	}
-	return 0;
-}
 
 /* Each queued request holds a passed fd: allow as many as the system does. */
 static void raise_fd_limit(void)
@@ -220,10 +96,18 @@ static int write_pidfile(const char *path)
 	return fclose(f);
 }
 
+static int fail(const char *msg)
+{
+	fprintf(stderr, "receptiond: %s\n", msg);
+	if (rd_cfg.log_path)
+		rd_log("%s", msg);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
-	int rc = parse_options(argc, argv);
-	if (rc)
+	int rc = rd_options_parse(argc, argv);
+	if (rc >= 0)
 		return rc;
 	char err[512];
 	signal(SIGPIPE, SIG_IGN);
@@ -232,11 +116,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	raise_fd_limit();
-	if (rd_server_listen(rd_cfg.socket_path, err, sizeof err)) {
-		fprintf(stderr, "receptiond: %s\n", err);
-		if (rd_cfg.log_path)
-			rd_log("%s", err);
-		return 1;
+	int adopted = rd_server_adopt_systemd(err, sizeof err);
+	if (adopted < 0 || (!adopted && rd_server_listen(rd_cfg.socket_path, err, sizeof err)))
+		return fail(err);
+	if (rd_cfg.metrics_listen && rd_metrics_bind(rd_cfg.metrics_listen, err, sizeof err)) {
+		rd_server_cleanup();
+		return fail(err);
+	}
+	if (rd_cfg.nwatch && rd_watch_open(rd_cfg.watch_paths, rd_cfg.nwatch, rd_cfg.watch_deadline_ms,
+	                                   rd_cfg.watch_spin_us, err, sizeof err)) {
+		rd_server_cleanup();
+		return fail(err);
 	}
 	int ready = -1;
 	if (!rd_cfg.foreground && daemonize(&ready)) {
@@ -244,22 +134,34 @@ int main(int argc, char **argv)
 		rd_server_cleanup();
 		return 1;
 	}
+	if (rd_metrics_start(err, sizeof err)) {
+		rd_log("%s", err);
+		rd_server_cleanup();
+		return 1;
+	}
 	if (rd_cfg.pidfile && write_pidfile(rd_cfg.pidfile))
 		rd_log("pidfile \"%s\": %s", rd_cfg.pidfile, strerror(errno));
 	rd_stats.started_ns = rd_now_ns();
 	char acc[80];
-	rd_log("listening on %s (pid %d, prefetch %llu, policy %s, access %s)", rd_cfg.socket_path,
-	       (int)getpid(), (unsigned long long)rd_cfg.prefetch,
+	rd_log("listening on %s%s (pid %d, prefetch %llu, policy %s, access %s)%s%s", rd_cfg.socket_path,
+	       adopted ? " (from systemd)" : "", (int)getpid(), (unsigned long long)rd_cfg.prefetch,
 	       rd_cfg.npolicies ? rd_cfg.policies[0].name : "fixed",
-	       rd_access_describe(&rd_access, acc, sizeof acc));
-	if (access_note[0])
-		rd_log("%s", access_note);
+	       rd_access_describe(&rd_access, acc, sizeof acc),
+	       rd_cfg.metrics_listen ? "; metrics on http://" : "",
+	       rd_cfg.metrics_listen ? rd_cfg.metrics_listen : "");
+	if (rd_access_note[0])
+		rd_log("%s", rd_access_note);
+	if (rd_cfg.nwatch && rd_watch_run(rd_cfg.socket_path, err, sizeof err)) {
+		rd_server_cleanup();
+		return fail(err);
+	}
 	if (ready >= 0) {
 		ssize_t w = write(ready, "1", 1);
 		(void)w;
 		close(ready);
 	}
 	rc = rd_server_run();
+	rd_watch_stop();
 	rd_server_cleanup();
 	rd_device_stop_all();
 	if (rd_cfg.pidfile)

@@ -2,14 +2,27 @@
 #include "queue.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 
 static int overlaps(uint64_t a_lo, uint64_t a_hi, uint64_t b_lo, uint64_t b_hi)
 {
 	return a_lo < b_hi && b_lo < a_hi;
 }
 
+/* [lo, hi) touches [r->lo, r->hi) end to start, both are of one class
+ * (a demand read must not wait for look-ahead bytes it did not ask for,
+ * nor a look-ahead become a demand read by adjacency), and the union fits
+ * in cap. */
+static int adjacent(const struct rd_req *r, uint64_t lo, uint64_t hi, int demand, uint64_t cap)
+{
+	if ((hi != r->lo && lo != r->hi) || demand != (r->demand != 0))
+		return 0;
+	uint64_t ulo = lo < r->lo ? lo : r->lo, uhi = hi > r->hi ? hi : r->hi;
+	return uhi - ulo <= cap;
+}
+
 struct rd_req *rd_queue_find_join(struct rd_queue *q, dev_t dev, ino_t ino,
-                                  uint64_t offset, uint64_t length)
+                                  uint64_t offset, uint64_t length, int demand, uint64_t cap)
 {
 	uint64_t lo = offset, hi = offset + length;
 	/* In flight: only if the window being read already covers the range,
@@ -19,7 +32,8 @@ struct rd_req *rd_queue_find_join(struct rd_queue *q, dev_t dev, ino_t ino,
 			return r;
 	for (struct rd_req *r = q->head; r; r = r->next)
 		if (r->dev == dev && r->ino == ino &&
-		    (overlaps(lo, hi, r->lo, r->hi) || (lo >= r->lo && hi <= r->hi)))
+		    (overlaps(lo, hi, r->lo, r->hi) || (lo >= r->lo && hi <= r->hi) ||
+		     adjacent(r, lo, hi, demand, cap)))
 			return r;
 	return NULL;
 }
@@ -29,12 +43,17 @@ void rd_req_join(struct rd_req *r, struct rd_waiter *w, uint64_t client_size, in
 	w->next = r->waiters;
 	r->waiters = w;
 	r->nwaiters++;
-	r->demand += !w->silent;
+	if (!w->silent && !r->demand++)
+		r->demand_ns = w->arrival_ns;
 	if (r->in_flight)
 		return;
 	uint64_t hi = w->offset + w->length;
-	if (w->offset < r->lo)
+	if (w->offset < r->lo) {
+		/* The file's bytes lie in order on the disk, as a rule. */
+		if (r->pos != RD_POS_UNKNOWN)
+			r->pos = r->pos > r->lo - w->offset ? r->pos - (r->lo - w->offset) : 0;
 		r->lo = w->offset;
+	}
 	if (hi > r->hi)
 		r->hi = hi;
 	if (client_size > r->client_size)
@@ -55,19 +74,70 @@ void rd_queue_push(struct rd_queue *q, struct rd_req *r)
 	q->len++;
 }
 
-struct rd_req *rd_queue_pop(struct rd_queue *q)
+static void describe(const struct rd_req *r, struct rd_order_cand *c)
 {
-	/* before: the request ahead of the one taken (NULL: it is the head) */
-	struct rd_req *before = NULL, *r = q->head;
-	for (struct rd_req *p = NULL, *i = q->head; i; p = i, i = i->next) {
+	*c = (struct rd_order_cand){
+		.since_ns = r->demand ? r->demand_ns : r->arrival_ns,
+		.pos = r->place == RD_PLACE_DONE ? r->pos : RD_POS_UNKNOWN,
+		.uid = r->uid, .demand = r->demand != 0,
+	};
+}
+
+/* Without memory for the candidates: the oldest request with demand,
+ * else the oldest. */
+static struct rd_req *pick_plain(struct rd_queue *q, struct rd_pick *pick)
+{
+	struct rd_req *found = NULL;
+	for (struct rd_req *i = q->head; i; i = i->next) {
+		if (i->place == RD_PLACE_ASKING)
+			continue;
 		if (i->demand) {
-			before = p;
-			r = i;
+			found = i;
 			break;
 		}
+		if (!found)
+			found = i;
 	}
+	*pick = (struct rd_pick){ .rule = RD_PICK_FIFO };
+	return found;
+}
+
+static struct rd_req *pick_ordered(struct rd_queue *q, uint64_t now, struct rd_pick *pick)
+{
+	size_t n = 0;
+	for (struct rd_req *i = q->head; i; i = i->next)
+		n += i->place != RD_PLACE_ASKING;
+	if (!n)
+		return NULL;
+	struct rd_order_cand *c = malloc(n * sizeof *c);
+	struct rd_req **reqs = malloc(n * sizeof *reqs);
+	struct rd_req *r;
+	if (c && reqs) {
+		size_t k = 0;
+		for (struct rd_req *i = q->head; i; i = i->next) {
+			if (i->place == RD_PLACE_ASKING)
+				continue;
+			reqs[k] = i;
+			describe(i, &c[k++]);
+		}
+		*pick = rd_order_pick(&q->order, c, n, now);
+		r = reqs[pick->index];
+	} else {
+		r = pick_plain(q, pick);
+	}
+	free(c);
+	free(reqs);
+	return r;
+}
+
+struct rd_req *rd_queue_pop(struct rd_queue *q, uint64_t now, struct rd_pick *pick)
+{
+	struct rd_req *r = pick_ordered(q, now, pick);
 	if (!r)
 		return NULL;
+	struct rd_req *before = NULL;
+	for (struct rd_req *i = q->head; i != r; i = i->next)
+		before = i;
 	if (before)
 		before->next = r->next;
 	else
@@ -80,6 +150,22 @@ struct rd_req *rd_queue_pop(struct rd_queue *q)
 	q->flying = r;
 	q->nflying++;
 	return r;
+}
+
+struct rd_req *rd_queue_unplaced(struct rd_queue *q)
+{
+	for (struct rd_req *r = q->head; r; r = r->next)
+		if (r->place == RD_PLACE_TODO)
+			return r;
+	return NULL;
+}
+
+int rd_queue_other_user_waits(const struct rd_queue *q, uid_t uid)
+{
+	for (const struct rd_req *r = q->head; r; r = r->next)
+		if (r->demand && r->uid != uid)
+			return 1;
+	return 0;
 }
 
 void rd_queue_done(struct rd_queue *q, struct rd_req *r)

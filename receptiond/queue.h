@@ -7,13 +7,18 @@
  * lies inside the window an in-flight request is reading joins that.
  * Either way the device reads the bytes once and answers every waiter.
  *
- * Order: oldest first among the requests someone waits for; a request
- * only look-aheads (LC_F_LOOKAHEAD) asked for goes when no such request
- * is queued.  A program blocks on every miss, and nobody on a look-ahead:
- * a demand read queued behind speculative ones would make the reader wait
- * for reads it did not ask for, which is what the look-ahead was meant to
- * spare it.  A look-ahead that a reader catches up with (its miss joins
- * it) waits like any demand read from then on.
+ * A range that starts where a queued request of the same file ends (or
+ * ends where it starts) joins it too if both are demand or both
+ * look-ahead, up to a cap: one window, one positioning, instead of two
+ * reads back to back.
+ *
+ * Order (order.h): a request someone waits for goes before one only
+ * look-aheads (LC_F_LOOKAHEAD) asked for.  A program blocks on every miss,
+ * and nobody on a look-ahead: a demand read queued behind speculative ones
+ * would make the reader wait for reads it did not ask for, which is what
+ * the look-ahead was meant to spare it.  A look-ahead that a reader
+ * catches up with (its miss joins it) waits like any demand read from
+ * then on.  Then users in turn, the age bound, and the disk position.
  *
  * The queue does no locking: the device's lock guards it.
  */
@@ -23,6 +28,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "order.h"
+
 struct rd_conn;
 
 struct rd_waiter {
@@ -30,6 +37,7 @@ struct rd_waiter {
 	struct rd_conn *conn;     /* holds a reference */
 	uint64_t id;              /* the client's request id */
 	uint64_t offset, length;
+	uint64_t arrival_ns;
 	int silent;               /* a look-ahead (LC_F_LOOKAHEAD): no answer */
 	uint64_t charged;         /* bytes taken from its user's quota */
 };
@@ -47,6 +55,10 @@ struct rd_req {
 	uid_t uid;
 	uint32_t call;
 	uint64_t arrival_ns;
+	uint64_t demand_ns;       /* arrival of the first waiter that is not a look-ahead */
+	uint64_t pos;             /* disk offset of lo (placement.h), or RD_POS_UNKNOWN */
+	int place;                /* enum rd_place_state */
+	unsigned cuts;            /* times its window was cut for another user */
 	int in_flight;
 	uint64_t win_lo, win_hi;  /* set when taken off the queue */
 	struct rd_waiter *waiters;
@@ -54,22 +66,34 @@ struct rd_req {
 	unsigned demand;          /* waiters that are not look-aheads */
 };
 
+/* A queued request's disk position: not asked yet, being asked by a
+ * worker (not to be taken meanwhile: the worker uses its fd), known (or
+ * known to be unknown). */
+enum rd_place_state { RD_PLACE_TODO, RD_PLACE_ASKING, RD_PLACE_DONE };
+
 struct rd_queue {
-	struct rd_req *head, *tail;
+	struct rd_req *head, *tail;  /* in arrival order, but for cut windows' rests */
 	struct rd_req *flying;    /* in-flight requests */
 	unsigned len;             /* queued, not in flight */
 	unsigned nflying;
+	struct rd_order order;
 };
 
-/* The request a new range of (dev, ino) should join, or NULL. */
+/* The request a new range of (dev, ino) should join, or NULL; an adjacent
+ * range joins a request of its own class (demand: a program waits for it)
+ * if the union stays within cap bytes. */
 struct rd_req *rd_queue_find_join(struct rd_queue *q, dev_t dev, ino_t ino,
-                                  uint64_t offset, uint64_t length);
+                                  uint64_t offset, uint64_t length, int demand, uint64_t cap);
 /* Add a waiter to r (growing the range of a queued request). */
 void rd_req_join(struct rd_req *r, struct rd_waiter *w, uint64_t client_size, int no_prefetch);
 void rd_queue_push(struct rd_queue *q, struct rd_req *r);
-/* Take the oldest request with demand (else the oldest) and mark it in
- * flight; NULL if empty. */
-struct rd_req *rd_queue_pop(struct rd_queue *q);
+/* Take the request order.h picks at time now and mark it in flight (the
+ * pick in *pick); NULL if nothing can be taken. */
+struct rd_req *rd_queue_pop(struct rd_queue *q, uint64_t now, struct rd_pick *pick);
+/* A queued request whose position has not been asked, or NULL. */
+struct rd_req *rd_queue_unplaced(struct rd_queue *q);
+/* 1 if a request some program waits for, of a user other than uid, is queued. */
+int rd_queue_other_user_waits(const struct rd_queue *q, uid_t uid);
 /* Remove a finished request from the in-flight list. */
 void rd_queue_done(struct rd_queue *q, struct rd_req *r);
 

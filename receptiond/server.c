@@ -27,6 +27,7 @@
 #include "closer.h"
 #include "device.h"
 #include "log.h"
+#include "metrics.h"
 #include "protocol.h"
 #include "quota.h"
 #include "stats.h"
@@ -222,9 +223,10 @@ static void send_buffered(struct rd_conn *c, char *buf, size_t len, size_t first
 	}
 }
 
-static void handle_stats(struct rd_conn *c, const struct lc_header *h)
+/* The statistics (JSON) or the metrics (Prometheus text): a reply header,
+ * then the text in chunks, buffered (send_buffered); takes text. */
+static void send_text(struct rd_conn *c, const struct lc_header *h, char *json)
 {
-	char *json = rd_stats_json();
 	size_t len = json ? strlen(json) : 0;
 	struct lc_stats_reply r = {
 		.h = { .magic = LC_PROTO_MAGIC, .version = LC_PROTO_VERSION,
@@ -278,7 +280,9 @@ static int handle_message(struct rd_conn *c, const char *buf, ssize_t n, int fla
 	switch (h->type) {
 	case LC_MSG_ENSURE: want = sizeof(struct lc_ensure); break;
 	case LC_MSG_REPORT: want = sizeof(struct lc_report); break;
-	case LC_MSG_STATS: case LC_MSG_SHUTDOWN: want = sizeof(struct lc_header); break;
+	case LC_MSG_STATS: case LC_MSG_METRICS: case LC_MSG_SHUTDOWN:
+		want = sizeof(struct lc_header);
+		break;
 	default:
 		malformed(c, "unknown message type");
 		goto out;
@@ -308,7 +312,10 @@ static int handle_message(struct rd_conn *c, const char *buf, ssize_t n, int fla
 		rd_stats_report((const void *)buf);
 		break;
 	case LC_MSG_STATS:
-		handle_stats(c, h);
+		send_text(c, h, rd_stats_json());
+		break;
+	case LC_MSG_METRICS:
+		send_text(c, h, rd_metrics_text());
 		break;
 	case LC_MSG_SHUTDOWN:
 		/* Judged on who sent this message, not who connected: a
@@ -407,6 +414,8 @@ static void accept_all(void)
 		struct rd_conn *c = calloc(1, sizeof *c);
 		if (c)
 			*c = (struct rd_conn){ .fd = fd, .refs = 1, .pid = pid, .uid = uid };
+		int one = 1;   /* inherited from the listener; said again for a passed one */
+		setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
 		if (!c || epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			rd_quota_give(uid, RD_Q_CONNS, 1);

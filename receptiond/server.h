@@ -35,6 +35,10 @@ void rd_conn_send(struct rd_conn *c, const void *msg, size_t len);
 /* listen.c: create the listening socket (and its directory, vetted);
  * 0 or -1 with a message. */
 int rd_server_listen(const char *path, char *err, size_t errlen);
+/* Take the listening socket systemd passed (socket activation): 1 if it
+ * did, 0 if it passed none, -1 with a message if it passed something
+ * unusable. */
+int rd_server_adopt_systemd(char *err, size_t errlen);
 /* Serve until SHUTDOWN, a signal or the idle timeout; returns the exit code. */
 int rd_server_run(void);
 /* Remove the socket file (at exit). */

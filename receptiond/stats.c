@@ -12,6 +12,7 @@
 #include "device.h"
 #include "json.h"
 #include "quota.h"
+#include "watch.h"
 
 struct rd_stats rd_stats;
 
@@ -83,6 +84,42 @@ static void hist_json(struct rd_json *j, const char *key, const struct hist *h)
 	rd_json_dbl(j, "p90", (double)hist_quantile(h, 0.9) / 1e3);
 	rd_json_dbl(j, "p99", (double)hist_quantile(h, 0.99) / 1e3);
 	rd_json_dbl(j, "max", h->total ? (double)h->max / 1e3 : 0);
+	/* The non-empty buckets as [top us, count], so that a reader can take
+	 * the quantiles of an interval from two snapshots (the benchmark's
+	 * per-probe queue wait). */
+	rd_json_arr_begin(j, "buckets");
+	for (unsigned b = 0; b < HIST_BUCKETS; b++) {
+		if (!h->count[b])
+			continue;
+		rd_json_arr_begin(j, NULL);
+		rd_json_dbl(j, NULL, (double)hist_bucket_top(b) / 1e3);
+		rd_json_u64(j, NULL, h->count[b]);
+		rd_json_arr_end(j);
+	}
+	rd_json_arr_end(j);
+	rd_json_obj_end(j);
+}
+
+static void order_json(struct rd_json *j, const struct rd_device *d)
+{
+	const struct rd_order_stats *o = &d->st.order;
+	rd_json_obj_begin(j, "order");
+	rd_json_str(j, "mode", d->q.order.mode == RD_ORDER_FIFO ? "fifo" : "position");
+	rd_json_u64(j, "deadline_ms", d->q.order.deadline_ns / 1000000u);
+	rd_json_obj_begin(j, "picks");
+	for (int r = 0; r < RD_PICK_RULES; r++)
+		rd_json_u64(j, rd_order_rule_name((enum rd_pick_rule)r), o->picks[r]);
+	rd_json_obj_end(j);
+	rd_json_u64(j, "user_turns", o->user_turns);
+	rd_json_u64(j, "cuts", o->cuts);
+	rd_json_u64(j, "deadline_misses", o->deadline_misses);
+	rd_json_u64(j, "placed_reads", o->placed);
+	rd_json_u64(j, "head_travel_bytes", o->head_travel);
+	/* where the last window ended on the disk, -1 if unknown */
+	const struct rd_order *q = &d->q.order;
+	rd_json_i64(j, "head", q->served_any && q->head != RD_POS_UNKNOWN ? (int64_t)q->head : -1);
+	hist_json(j, "wait_demand_us", &o->wait_demand);
+	hist_json(j, "wait_lookahead_us", &o->wait_lookahead);
 	rd_json_obj_end(j);
 }
 
@@ -131,6 +168,7 @@ static void device_json(struct rd_json *j, struct rd_device *d, uint64_t now)
 	rd_json_dbl(j, "age_s", (double)life / 1e9);
 	hist_json(j, "wait_us", &s->wait);
 	hist_json(j, "service_us", &s->service);
+	order_json(j, d);
 	rd_json_obj_end(j);
 	pthread_mutex_unlock(&d->lock);
 }
@@ -213,6 +251,7 @@ char *rd_stats_json(void)
 	}
 	rd_json_arr_end(&j);
 	rd_json_u64(&j, "clients_forgotten", rd_stats.clients_dropped);
+	rd_watch_json(&j);
 	rd_json_obj_end(&j);
 	const char *t = rd_json_text(&j);
 	char *out = t ? strdup(t) : NULL;

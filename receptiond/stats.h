@@ -12,7 +12,26 @@
 #include <sys/types.h>
 
 #include "hist.h"
+#include "order.h"
 #include "protocol.h"
+
+/* What the queue order (order.h) did on one device. */
+struct rd_order_stats {
+	uint64_t picks[RD_PICK_RULES];  /* windows taken, by the rule that chose them */
+	uint64_t user_turns;    /* picks made among the requests of several users */
+	uint64_t deadline_misses; /* demand taken after waiting longer than --deadline */
+	uint64_t placed;        /* windows read whose disk position was known */
+	uint64_t head_travel;   /* bytes between one placed window's end and the next's start */
+	uint64_t cuts;          /* long windows cut after a share for another user */
+	struct hist wait_demand;    /* queue wait of requests a program waited for, ns */
+	struct hist wait_lookahead; /* of requests only look-aheads asked for, ns */
+};
+
+static inline void rd_order_stats_init(struct rd_order_stats *s)
+{
+	hist_init(&s->wait_demand);
+	hist_init(&s->wait_lookahead);
+}
 
 struct rd_dev_stats {
 	uint64_t requests;      /* ENSUREs for this device */
@@ -39,6 +58,7 @@ struct rd_dev_stats {
 	uint64_t lib_hit_bytes; /* bytes those hits asked for */
 	struct hist wait;       /* queue wait, ns */
 	struct hist service;    /* window read time, ns */
+	struct rd_order_stats order;
 };
 
 /* Library reports, summed over all clients. */

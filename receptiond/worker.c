@@ -7,6 +7,11 @@
  * takes the first half of its connection's pending budget and of the
  * queue, so the misses a program waits for are never refused because of
  * reads nobody waits for; a look-ahead that finds no room is dropped.
+ *
+ * The worker asks where each queued window lies on the disk (placement.h)
+ * before it picks one (order.h), and reads a window a share at a time:
+ * when another user's miss is queued after a share, the rest of the
+ * window goes back into the queue and waits its turn.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +24,7 @@
 #include "closer.h"
 #include "device.h"
 #include "log.h"
+#include "placement.h"
 #include "prefetch.h"
 #include "protocol.h"
 #include "quota.h"
@@ -119,7 +125,8 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	if (!w)
 		goto busy_nolock;
 	*w = (struct rd_waiter){ .conn = c, .id = m->h.id, .offset = lo, .length = hi - lo,
-	                         .silent = silent, .charged = whi - lo > hi - lo ? whi - lo : hi - lo };
+	                         .arrival_ns = now, .silent = silent,
+	                         .charged = whi - lo > hi - lo ? whi - lo : hi - lo };
 	/* The user's share: misses queued and the bytes their windows may
 	 * read (quota.h), given back in rd_device_complete. */
 	if (rd_quota_take(c->uid, RD_Q_MISSES, 1, 0))
@@ -140,7 +147,8 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	}
 	if (pending >= rd_cfg.conn_pending)
 		goto busy;
-	struct rd_req *r = rd_queue_find_join(&d->q, st->st_dev, st->st_ino, lo, hi - lo);
+	struct rd_req *r = rd_queue_find_join(&d->q, st->st_dev, st->st_ino, lo, hi - lo,
+	                                      !silent, rd_cfg.max_window);
 	if (r) {
 		rd_conn_get(c);
 		__atomic_add_fetch(&c->pending, 1, __ATOMIC_RELAXED);
@@ -160,6 +168,8 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 		.fd = fd, .dev = st->st_dev, .ino = st->st_ino, .file_size = size,
 		.lo = lo, .hi = hi, .client_size = m->prefetch, .no_prefetch = no_prefetch,
 		.pid = c->pid, .uid = c->uid, .call = m->call, .arrival_ns = now,
+		.demand_ns = silent ? 0 : now, .pos = RD_POS_UNKNOWN,
+		.place = d->info.block ? RD_PLACE_TODO : RD_PLACE_DONE,
 		.waiters = w, .nwaiters = 1, .demand = !silent,
 	};
 	rd_conn_get(c);
@@ -219,15 +229,84 @@ static void deadline_in(struct timespec *ts, uint64_t ns_from_now)
 	ts->tv_nsec = (long)(t % 1000000000u);
 }
 
-/* Take one request off the queue and read its window; lock held on entry
+/* Ask where the queued requests lie on the disk; lock held on entry and
+ * exit, dropped around each question (FIEMAP may read the disk). */
+static void place_queued(struct rd_device *d)
+{
+	struct rd_req *r;
+	while (!d->stop && (r = rd_queue_unplaced(&d->q))) {
+		r->place = RD_PLACE_ASKING;   /* no worker takes it meanwhile */
+		uint64_t lo = r->lo;
+		pthread_mutex_unlock(&d->lock);
+		uint64_t pos = rd_placement(r->fd, r->dev, r->ino, lo);
+		pthread_mutex_lock(&d->lock);
+		/* a join may have moved its start down meanwhile */
+		if (pos != RD_POS_UNKNOWN && r->lo < lo)
+			pos = pos > lo - r->lo ? pos - (lo - r->lo) : 0;
+		r->pos = pos;
+		r->place = RD_PLACE_DONE;
+	}
+}
+
+/* Count a request taken at `start`: the rule, and (on its first turn)
+ * its wait, split by whether a program waits for it. */
+static void count_pick(struct rd_device *d, const struct rd_req *r, const struct rd_pick *pick,
+                       uint64_t start)
+{
+	struct rd_order_stats *o = &d->st.order;
+	o->picks[pick->rule]++;
+	o->user_turns += (uint64_t)pick->turn;
+	if (r->cuts)
+		return;   /* the rest of a cut window: counted on its first turn */
+	hist_add(&d->st.wait, start - r->arrival_ns);
+	if (r->demand) {
+		uint64_t wait = start - r->demand_ns;
+		hist_add(&o->wait_demand, wait);
+		if (d->q.order.deadline_ns && wait > d->q.order.deadline_ns)
+			o->deadline_misses++;
+	} else {
+		hist_add(&o->wait_lookahead, start - r->arrival_ns);
+	}
+}
+
+/* Make [lo, hi) of fd resident a share at a time; stop after a share if
+ * another user's miss waits (*cut set).  Lock not held. */
+static void read_window(struct rd_device *d, const struct rd_req *r, int fd, void *scratch,
+                        struct rd_prefetch_result *out, int *cut)
+{
+	*out = (struct rd_prefetch_result){ .end = r->win_lo };
+	*cut = 0;
+	for (uint64_t at = r->win_lo; at < r->win_hi;) {
+		uint64_t end = (at / RD_USER_SHARE + 1) * RD_USER_SHARE;
+		if (end > r->win_hi)
+			end = r->win_hi;
+		struct rd_prefetch_result res;
+		rd_prefetch(fd, at, end, scratch, &d->stop, &res);
+		out->bytes_read += res.bytes_read;
+		out->error = res.error;
+		out->end = res.end;
+		if (res.error || res.end < end || end == r->win_hi)
+			return;
+		pthread_mutex_lock(&d->lock);
+		*cut = rd_queue_other_user_waits(&d->q, r->uid);
+		pthread_mutex_unlock(&d->lock);
+		if (*cut)
+			return;
+		at = end;
+	}
+}
+
+/* Read the window of a request taken off the queue; lock held on entry
  * and exit. */
-static void serve_one(struct rd_device *d, struct rd_req *r, void *scratch)
+static void serve_one(struct rd_device *d, struct rd_req *r, const struct rd_pick *pick,
+                      void *scratch)
 {
 	if (++d->inflight > d->st.inflight_max)
 		d->st.inflight_max = d->inflight;
 	uint64_t start = rd_now_ns();
 	if (d->inflight == 1)
 		d->st.busy_since = start;
+	count_pick(d, r, pick, start);
 
 	struct rd_request_info info;
 	request_info(r, &info);
@@ -244,11 +323,13 @@ static void serve_one(struct rd_device *d, struct rd_req *r, void *scratch)
 	rd_window(lo, r->hi, size, r->file_size, &r->win_lo, &r->win_hi);
 	if (r->win_hi > cap && cap >= r->hi)
 		r->win_hi = cap;
+	uint64_t pos = r->pos == RD_POS_UNKNOWN ? RD_POS_UNKNOWN : r->pos + (r->win_lo - r->lo);
 	pthread_mutex_unlock(&d->lock);
 
 	int own = rd_reopen(r->fd);
 	struct rd_prefetch_result res;
-	rd_prefetch(own >= 0 ? own : r->fd, r->win_lo, r->win_hi, scratch, &d->stop, &res);
+	int cut;
+	read_window(d, r, own >= 0 ? own : r->fd, scratch, &res, &cut);
 	if (own >= 0)
 		close(own);
 	uint64_t done = rd_now_ns();
@@ -257,6 +338,25 @@ static void serve_one(struct rd_device *d, struct rd_req *r, void *scratch)
 	if (--d->inflight == 0)
 		d->st.busy_ns += done - d->st.busy_since;
 	rd_queue_done(&d->q, r);
+	uint64_t travel = rd_order_served(&d->q.order, r->uid, pos, res.end - r->win_lo, done - start);
+	if (pos != RD_POS_UNKNOWN) {
+		d->st.order.placed++;
+		d->st.order.head_travel += travel;
+	}
+	d->st.order.cuts += (uint64_t)cut;
+	d->st.reads++;
+	d->st.bytes_read += res.bytes_read;
+	d->st.bytes_window += res.end - r->win_lo;
+	hist_add(&d->st.service, done - start);
+	if (cut && res.end < r->hi) {
+		/* The asked range is not done: its rest waits its turn. */
+		r->lo = res.end;
+		r->cuts++;
+		if (r->pos != RD_POS_UNKNOWN)
+			r->place = RD_PLACE_TODO;
+		rd_queue_push(&d->q, r);
+		return;
+	}
 	int status = LC_ST_OK;
 	if (res.error) {
 		status = LC_ST_IOERROR;
@@ -264,11 +364,6 @@ static void serve_one(struct rd_device *d, struct rd_req *r, void *scratch)
 	} else if (res.end < r->win_hi && d->stop) {
 		status = LC_ST_BUSY;
 	}
-	hist_add(&d->st.wait, start - r->arrival_ns);
-	hist_add(&d->st.service, done - start);
-	d->st.reads++;
-	d->st.bytes_read += res.bytes_read;
-	d->st.bytes_window += res.end - r->win_lo;
 	struct rd_completion c = {
 		.req = info, .fd = r->fd, .was_resident = 0, .status = status,
 		.window_offset = r->win_lo, .window_length = res.end - r->win_lo,
@@ -303,9 +398,11 @@ void *rd_worker_main(void *arg)
 			d->policy.ops->tick(&d->policy, now);
 			next_tick = now + (uint64_t)d->policy.tick_ms * 1000000u;
 		}
-		struct rd_req *r = rd_queue_pop(&d->q);
+		place_queued(d);
+		struct rd_pick pick;
+		struct rd_req *r = d->stop ? NULL : rd_queue_pop(&d->q, rd_now_ns(), &pick);
 		if (r) {
-			serve_one(d, r, scratch);
+			serve_one(d, r, &pick, scratch);
 			d->active_ns = rd_now_ns();
 			continue;
 		}

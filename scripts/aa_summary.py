@@ -4,7 +4,8 @@
     python3 scripts/aa_summary.py receptiond.log [...]
 
 Reads the "A/A side by side" decisions a receptiond run with
-`--policy adaptive:compare=aa` logged (docs/prefetch-sizing.md, "The
+`--policy adaptive:compare=aa` logged (docs/prefetch-sizing.md; the runs
+behind it: docs/notes/2026-11-26-prefetch-sizing-reference.md, "The
 comparison against itself").  Decisions pool up to four intervals, so
 consecutive ones share windows; only the last decision of each pool (the
 next one's span is shorter) counts, as one independent sample.  Per trial

@@ -3,9 +3,16 @@
 # Debian 12, as root.  Quick and silent when everything is already there.
 set -euo pipefail
 
-APT_PACKAGES=(build-essential pkg-config fuse3 libfuse3-dev
+APT_PACKAGES=(build-essential pkg-config fuse3 libfuse3-dev libext2fs-dev e2fsprogs xfsprogs
               nginx apache2 lighttpd curl strace psmisc procps diffutils tar
-              clang libclang-rt-dev)   # clang + its runtimes: libFuzzer, receptiond's fuzz target
+              prometheus pandoc man-db debhelper lintian fakeroot systemd systemd-container
+              clang libclang-rt-dev)
+# libext2fs-dev, e2fsprogs, xfsprogs: `libception mkdisk` (block-disk images);
+# prometheus: promtool checks the metrics; pandoc: the man pages from
+# docs/*.md; debhelper, lintian, fakeroot: `make deb` and its test;
+# systemd: systemd-analyze and systemd-socket-activate for the unit tests;
+# systemd-container: systemd-nspawn for scripts/service_walkthrough.sh;
+# clang, libclang-rt-dev: libFuzzer for receptiond's fuzz target.
 PY_MODULES=(pytest numpy matplotlib)
 
 missing=()

@@ -62,7 +62,8 @@ class Daemon:
 
     def start(self, extra=(), preexec=None):
         """preexec: run in the child before exec (e.g. joining a memory group)."""
-        cmd = [RECEPTIOND, "--foreground", "--socket", self.path, "--log", self.log]
+        # --no-config: a test's daemon is its flags, whatever /etc/libception holds
+        cmd = [RECEPTIOND, "--no-config", "--foreground", "--socket", self.path, "--log", self.log]
         args = self.args + list(extra)
         if not any(a == "--access" or a.startswith("--access=") for a in args):
             # Tests' clients include www-data workers; the default

@@ -138,11 +138,11 @@ def test_run_prepends_preload_and_starts_the_daemon(need_library, sock, scratch)
     assert h.returncode == 0 and st["devices"][0]["name"] in h.stdout and "device" in h.stdout
     j = run([LIBCEPTION, "stats", "--socket", sock, "--json"])
     assert json.loads(j.stdout)["pid"] == st["pid"]
-    # stop; stop again is not an error
+    # stop; stop again says nobody listens, and fails
     assert run([LIBCEPTION, "stop", "--socket", sock]).returncode == 0
     assert wait_gone(st["pid"], sock)
     again = run([LIBCEPTION, "stop", "--socket", sock])
-    assert again.returncode == 0 and "no receptiond listening" in again.stderr
+    assert again.returncode == 1 and "no receptiond listening" in again.stderr
     s = run([LIBCEPTION, "stats", "--socket", sock])
     assert s.returncode == 1 and s.stderr.startswith("libception: stats: no receptiond")
 

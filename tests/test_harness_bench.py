@@ -50,8 +50,8 @@ def bench_out(scratch):
 
 
 def test_demo_quick_end_to_end_then_resume(bench_out, harness_port):
-    cmd = [LIBCEPTION, "bench", "demo", "--quick", "--duration", "4", "--out", str(bench_out),
-           "--port", str(harness_port)]
+    cmd = [LIBCEPTION, "bench", "demo", "--quick", "--duration", "4", "--warmup", "1",
+           "--out", str(bench_out), "--port", str(harness_port)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "nginx vanilla" in p.stdout and "nginx libception" in p.stdout
@@ -121,8 +121,8 @@ def test_usage_and_bad_resume(bench_out, scratch):
 
 def test_servers_scenario_screens_candidates_and_records_best(bench_out, harness_port):
     p = subprocess.run([LIBCEPTION, "bench", "servers", "--quick", "--duration", "4",
-                        "--only", "lighttpd", "--out", str(bench_out), "--port",
-                        str(harness_port)], capture_output=True, text=True, timeout=900)
+                        "--warmup", "1", "--only", "lighttpd", "--out", str(bench_out),
+                        "--port", str(harness_port)], capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-2000:]
     data = json.loads((bench_out / "servers.json").read_text())
     screens = [r for r in data["runs"] if "screen" in r["point"]]

@@ -18,6 +18,10 @@ CONFIGS = [
     ("apache", {"mpm": "prefork", "max_request_workers": 8}),
     ("lighttpd", {}),
     ("lighttpd", {"network_backend": "writev"}),
+    # the tuning grid's far ends (bench/tuning.py)
+    ("nginx", {"workers": 4, "aio": "threads", "thread_pool": 4}),
+    ("apache", {"mpm": "event", "threads_per_child": 128, "max_request_workers": 4096}),
+    ("lighttpd", {"network_backend": "write", "max_worker": 4}),
 ]
 
 

@@ -45,12 +45,14 @@ def test_trace_and_counters_describe_a_sequential_read(scratch, hddsim_mount):
     # pieces of one read can swap places on a loaded machine.)
     tiles = sorted(data, key=lambda r: r["pos"])
     assert all(b["pos"] == a["pos"] + a["len"] for a, b in zip(tiles, tiles[1:]))
-    assert all(r["position_us"] == 0 for r in data[1:] if r["kind"] == "cont")
+    assert all(r["position_us"] == 0 for r in data[1:] if r["kind"] in ("cont", "merge"))
     assert {r["pid"] for r in rows} == {os.getpid()}  # the reader, for the inode too
     assert st["reads"] == len(rows) and st["bytes"] == sum(r["len"] for r in rows)
     assert st["reads_4k"] == sum(r["len"] <= 4096 for r in rows)
     assert st["reads_under_128k"] == sum(r["len"] < 128 << 10 for r in rows)
-    assert st["continued"] == sum(r["kind"] == "cont" for r in rows)
+    assert st["continued"] == sum(r["kind"] in ("cont", "merge") for r in rows)
+    assert st["merged"] == sum(r["kind"] == "merge" for r in rows)
+    assert st["commands"] == st["reads"] - st["merged"]
     assert 0 < st["utilisation"] <= 1
     out = subprocess.run([bin_path("libception"), "seqcdf", str(trace), "--json",
                           "--kib", "1024", "8192"], capture_output=True, text=True, check=True).stdout

@@ -105,6 +105,24 @@ def test_slow_server_fails_sessions_on_the_deadline(vidload_lib, vidload_nginx):
     assert r["failed"] + r["active_at_end"] + r["finished"] == r["started"]
 
 
+def test_warmup_sessions_load_the_server_but_are_not_judged(vidload_lib, vidload_nginx):
+    # The same slow server: sessions of the first 11 s miss their deadline
+    # before the run ends, those of the judged 3 s cannot yet.
+    srv = vidload_nginx(vidload_lib.root, server_extra="limit_rate 20k;")
+    r = vidload.run(srv.url, vidload_lib.library, rate=3, duration=3, warmup=11, seed=3,
+                    progress=0, timeline=1)["result"]
+    assert r["warmup"] == 11 and r["warmup_started"] >= 20
+    assert r["warmup_failed"] >= 3
+    assert r["started"] >= 1 and r["failed"] == 0
+    assert r["latency_ms"]["max"] < 10000
+    assert r["failed"] + r["active_at_end"] + r["finished"] == r["started"]
+    assert 2.5 < r["elapsed"] < 4
+    tl = r["timeline"]
+    assert len(tl["t_s"]) == len(tl["active"]) >= 14
+    assert tl["t_s"] == sorted(tl["t_s"]) and tl["t_s"][0] == 0 and tl["active"][0] == 0
+    assert max(tl["active"]) >= 10
+
+
 def test_hd_on_a_slow_link_keeps_up_after_a_long_burst(vidload_www, vidload_nginx):
     """HD (2.5 MiB segments) at 3.5 Mbit/s: the three-segment burst takes
     18 s, past segment 3's slot at 10 s; the schedule shifts by the overrun,

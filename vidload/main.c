@@ -17,13 +17,14 @@
 #include <sys/resource.h>
 
 static const char usage[] =
-	"usage: vidload --url URL --library FILE --rate R --duration S [--seed N] [--json FILE]\n"
+	"usage: vidload --url URL --library FILE --rate R --duration S [--warmup S] [--seed N] [--json FILE]\n"
 	"               [--zipf A] [--views SHARE,SPAN] [--segment S] [--burst N] [--deadline S]\n"
 	"               [--links LIST] [--delay-ms MS] [--tick-ms MS] [--rcvbuf BYTES] [--mss BYTES]\n"
-	"               [--late-ms MS] [--progress S] [--no-shuffle] [--quiet]\n"
+	"               [--late-ms MS] [--progress S] [--timeline S] [--no-shuffle] [--quiet]\n"
 	"       vidload ... --search LO:HI [--resolution R] [--repeats N] [--max-fail PCT] [--between CMD]\n"
 	"       vidload --sample zipf|arrivals|views --count N [--library FILE | --videos N] [--rate R] [--seed N]\n"
-	"       vidload --materialize DIR --library FILE\n";
+	"       vidload --materialize DIR --library FILE\n"
+	"       vidload --version\n";
 
 static int bad(const char *opt, const char *val, const char *want)
 {
@@ -123,7 +124,7 @@ enum {
 	O_URL = 256, O_LIBRARY, O_RATE, O_DURATION, O_SEED, O_JSON, O_ZIPF, O_VIEWS, O_SEGMENT,
 	O_BURST, O_DEADLINE, O_LINKS, O_DELAY, O_TICK, O_RCVBUF, O_MSS, O_LATE, O_PROGRESS, O_NOSHUFFLE,
 	O_QUIET, O_SEARCH, O_RESOLUTION, O_REPEATS, O_MAXFAIL, O_BETWEEN, O_SAMPLE, O_COUNT,
-	O_VIDEOS, O_MATERIALIZE, O_HELP,
+	O_VIDEOS, O_MATERIALIZE, O_WARMUP, O_TIMELINE, O_HELP, O_VERSION,
 };
 
 static const struct option options[] = {
@@ -139,7 +140,8 @@ static const struct option options[] = {
 	{ "repeats", 1, 0, O_REPEATS }, { "max-fail", 1, 0, O_MAXFAIL },
 	{ "between", 1, 0, O_BETWEEN }, { "sample", 1, 0, O_SAMPLE }, { "count", 1, 0, O_COUNT },
 	{ "videos", 1, 0, O_VIDEOS }, { "materialize", 1, 0, O_MATERIALIZE },
-	{ "help", 0, 0, O_HELP }, { 0 },
+	{ "warmup", 1, 0, O_WARMUP }, { "timeline", 1, 0, O_TIMELINE },
+	{ "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { 0 },
 };
 
 int main(int argc, char **argv)
@@ -149,7 +151,7 @@ int main(int argc, char **argv)
 		.wl = { .zipf_alpha = 0.8, .early_share = 0.44, .early_span = 0.2, .segment_s = 10,
 			.burst = 3, .shuffle = 1 },
 		.deadline = 10, .links = { 3.5e6, 10e6 }, .nlinks = 2, .delay = 0.05, .tick = 0.01,
-		.rcvbuf = 65536, .mss = 1448, .progress = 5, .late = 0.02,
+		.rcvbuf = 65536, .mss = 1448, .progress = 5, .timeline = 5, .late = 0.02,
 	};
 	struct search_opts so = { .resolution = 1, .repeats = 1, .max_fail_pct = 0.3 };
 	const char *json = NULL, *sample = NULL, *materialize = NULL, *search = NULL;
@@ -163,6 +165,8 @@ int main(int argc, char **argv)
 		case O_LIBRARY: c.library_path = a; break;
 		case O_RATE: if (num(a, &c.rate, 0)) return bad("--rate", a, "sessions per second >= 0"); break;
 		case O_DURATION: if (num(a, &c.duration, 0)) return bad("--duration", a, "seconds"); break;
+		case O_WARMUP: if (num(a, &c.warmup, 0)) return bad("--warmup", a, "seconds >= 0"); break;
+		case O_TIMELINE: if (num(a, &c.timeline, 0)) return bad("--timeline", a, "seconds (0 = off)"); break;
 		case O_SEED: if (num(a, &v, 0) || v != floor(v)) return bad("--seed", a, "an integer >= 0");
 			c.seed = (uint64_t)v; break;
 		case O_JSON: json = a; break;
@@ -206,6 +210,7 @@ int main(int argc, char **argv)
 		case O_VIDEOS: if (num(a, &videos, 1) || videos != floor(videos)) return bad("--videos", a, "an integer >= 1"); break;
 		case O_MATERIALIZE: materialize = a; break;
 		case O_HELP: fputs(usage, stdout); return 0;
+		case O_VERSION: printf("vidload %s\n", LC_VERSION); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
 	}
@@ -266,6 +271,7 @@ int main(int argc, char **argv)
 		fclose(f);
 	}
 	rc = 0;
+	vl_result_free(&res);
 out:
 	library_free(&c.lib);
 	return rc;

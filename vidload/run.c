@@ -61,6 +61,7 @@ struct sess {
 	int64_t tok_ns;
 	int64_t resume;               /* paced read due, INT64_MAX if none */
 	unsigned connected : 1, readable : 1, writable : 1, close_after : 1;
+	unsigned judged : 1;          /* started after the warm-up */
 	/* request bytes not yet written */
 	unsigned out_len, out_off;
 	char out[OUT_MAX];
@@ -81,6 +82,7 @@ struct run {
 	struct sess *active;
 	uint64_t nactive;
 	int64_t t0, delay_ns;
+	int64_t judged_from;          /* end of the warm-up */
 	char *buf;
 };
 
@@ -152,6 +154,11 @@ static void sess_free(struct run *r, struct sess *s)
 static void sess_fail(struct run *r, struct sess *s, enum vl_error kind, const char *fmt, ...)
 {
 	struct vl_result *res = r->res;
+	if (!s->judged) {  /* a warm-up session: counted apart */
+		res->warmup_failed++;
+		sess_free(r, s);
+		return;
+	}
 	res->failed++;
 	res->errors[kind]++;
 	if (!res->first_error[0]) {
@@ -295,13 +302,14 @@ static int segment_done(struct run *r, struct sess *s, int64_t now)
 	int64_t lat = now + r->delay_ns - sched;
 	struct vl_result *res = r->res;
 
-	hist_add(&res->latency, (uint64_t)lat);
+	if (s->judged)
+		hist_add(&res->latency, (uint64_t)lat);
 	if ((double)lat > r->cfg->deadline * NS) {
 		sess_fail(r, s, VL_ERR_DEADLINE, "%s segment %u took %.3f s", s->v->name,
 			  s->next_recv, (double)lat / NS);
 		return -1;
 	}
-	res->segments++;
+	res->segments += now >= r->judged_from;
 	s->prev_done = now + r->delay_ns;
 	if (s->next_recv + 1 == r->cfg->wl.burst)
 		s->burst_done = s->prev_done;
@@ -413,7 +421,8 @@ static int sess_consume(struct run *r, struct sess *s, const char *p, size_t n, 
 				  (unsigned long long)(s->body_off + (uint64_t)bad));
 			return -1;
 		}
-		r->res->bytes += m;
+		if (now >= r->judged_from)
+			r->res->bytes += m;
 		s->body_off += m, s->body_left -= m;
 		p += m, n -= m;
 		if (s->body_left == 0 && segment_done(r, s, now))
@@ -477,14 +486,15 @@ static void sess_step(struct run *r, struct sess *s, int64_t now)
 		int64_t due = sched_ns(r, s, s->next_recv) + (int64_t)llround(r->cfg->deadline * NS) -
 			      r->delay_ns;
 		if (now >= due) {
-			hist_add(&r->res->latency, (uint64_t)(now + r->delay_ns - sched_ns(r, s, s->next_recv)));
+			if (s->judged)
+				hist_add(&r->res->latency, (uint64_t)(now + r->delay_ns - sched_ns(r, s, s->next_recv)));
 			sess_fail(r, s, VL_ERR_DEADLINE, "%s segment %u not received in %.1f s",
 				  s->v->name, s->next_recv, r->cfg->deadline);
 			return;
 		}
 		wake = due;
 	} else if (s->next_recv == s->nseg) {
-		r->res->finished++;
+		r->res->finished += s->judged;
 		sess_free(r, s);
 		return;
 	}
@@ -538,7 +548,7 @@ static void start_session(struct run *r, int64_t planned, int64_t now)
 	s->v = workload_video(&r->wl);
 	s->nseg = workload_segments_viewed(&c->wl, s->v,
 					   workload_view(&r->wl, workload_video_seconds(s->v)));
-	double bps = c->links[res->started % c->nlinks];
+	double bps = c->links[(res->started + res->warmup_started) % c->nlinks];
 	s->rate = bps / 8.0 / NS;
 	/* One tick of link time per read, at least one page. */
 	s->cap = fmax(bps / 8.0 * c->tick, 4096.0);
@@ -547,7 +557,11 @@ static void start_session(struct run *r, int64_t planned, int64_t now)
 	if (r->active)
 		r->active->prev = s;
 	r->active = s;
-	res->started++;
+	s->judged = planned >= r->judged_from;
+	if (s->judged)
+		res->started++;
+	else
+		res->warmup_started++;
 	if (++r->nactive > res->max_active)
 		res->max_active = r->nactive;
 	hist_add(&res->lateness, (uint64_t)(now - planned));
@@ -560,13 +574,39 @@ static void progress(struct run *r, int64_t now, uint64_t *last_bytes, int64_t *
 {
 	struct vl_result *res = r->res;
 	double dt = (double)(now - *last_t) / NS;
-	fprintf(stderr, "vidload: %6.1fs active %llu started %llu finished %llu failed %llu (%.2f%%) %.1f MB/s\n",
-		(double)(now - r->t0) / NS, (unsigned long long)r->nactive,
+	fprintf(stderr, "vidload: %6.1fs%s active %llu started %llu finished %llu failed %llu (%.2f%%) %.1f MB/s\n",
+		(double)(now - r->t0) / NS, now < r->judged_from ? " warm-up" : "",
+		(unsigned long long)r->nactive,
 		(unsigned long long)res->started, (unsigned long long)res->finished,
 		(unsigned long long)res->failed, vl_failed_pct(res),
 		dt > 0 ? (double)(res->bytes - *last_bytes) / dt / 1e6 : 0.0);
 	*last_bytes = res->bytes;
 	*last_t = now;
+}
+
+static void timeline_add(struct run *r, int64_t now)
+{
+	struct vl_timeline *tl = &r->res->timeline;
+	if (tl->n == tl->cap) {
+		size_t cap = tl->cap ? tl->cap * 2 : 64;
+		double *t = realloc(tl->t, cap * sizeof *t);
+		if (t)
+			tl->t = t;
+		uint64_t *a = t ? realloc(tl->active, cap * sizeof *a) : NULL;
+		if (!a)
+			return;  /* out of memory: the timeline stops, the run goes on */
+		tl->active = a;
+		tl->cap = cap;
+	}
+	tl->t[tl->n] = (double)(now - r->t0) / NS;
+	tl->active[tl->n++] = r->nactive;
+}
+
+void vl_result_free(struct vl_result *res)
+{
+	free(res->timeline.t);
+	free(res->timeline.active);
+	res->timeline = (struct vl_timeline){ 0 };
 }
 
 static double cpu_seconds(void)
@@ -584,7 +624,8 @@ int vl_run(const struct vl_config *cfg, uint64_t seed, struct vl_result *res)
 	char err[256];
 	int rc = -1;
 
-	*res = (struct vl_result){ .rate = cfg->rate, .duration = cfg->duration, .seed = seed };
+	*res = (struct vl_result){ .rate = cfg->rate, .duration = cfg->duration,
+				   .warmup = cfg->warmup, .seed = seed };
 	hist_init(&res->latency);
 	hist_init(&res->lateness);
 	heap_init(&r.timers);
@@ -604,12 +645,15 @@ int vl_run(const struct vl_config *cfg, uint64_t seed, struct vl_result *res)
 	double cpu0 = cpu_seconds();
 	int64_t now = now_ns();
 	r.t0 = now;
-	int64_t end = now + (int64_t)llround(cfg->duration * NS);
+	r.judged_from = now + (int64_t)llround(cfg->warmup * NS);
+	int64_t end = r.judged_from + (int64_t)llround(cfg->duration * NS);
 	int64_t arrival = cfg->rate > 0 ? now + (int64_t)llround(rng_exp(&r.arrivals, 1.0 / cfg->rate) * NS)
 					: INT64_MAX;
 	int64_t step = (int64_t)llround(cfg->progress * NS), next_progress = step > 0 ? now + step : INT64_MAX;
 	int64_t last_t = now;
 	uint64_t last_bytes = 0;
+	int64_t tl_step = (int64_t)llround(cfg->timeline * NS);
+	int64_t next_sample = tl_step > 0 ? now : INT64_MAX;
 
 	for (;;) {
 		now = now_ns();
@@ -627,9 +671,14 @@ int vl_run(const struct vl_config *cfg, uint64_t seed, struct vl_result *res)
 				progress(&r, now, &last_bytes, &last_t);
 			next_progress += step;
 		}
+		if (now >= next_sample) {
+			timeline_add(&r, now);
+			next_sample += tl_step;
+		}
 		int64_t wake = end;
 		wake = arrival < wake ? arrival : wake;
 		wake = next_progress < wake ? next_progress : wake;
+		wake = next_sample < wake ? next_sample : wake;
 		if ((t = heap_top(&r.timers)) && t->when < wake)
 			wake = t->when;
 		int64_t wait = wake > now ? wake - now : 0;
@@ -644,8 +693,11 @@ int vl_run(const struct vl_config *cfg, uint64_t seed, struct vl_result *res)
 			sess_event(&r, events[i].data.ptr, events[i].events, now);
 	}
 	/* Sessions still running at the end count as completed if nothing failed. */
-	res->active_at_end = r.nactive;
-	res->elapsed = (double)(now - r.t0) / NS;
+	for (struct sess *s = r.active; s; s = s->next)
+		res->active_at_end += s->judged;
+	if (tl_step > 0)
+		timeline_add(&r, now);
+	res->elapsed = (double)(now - r.judged_from) / NS;
 	res->cpu_seconds = cpu_seconds() - cpu0;
 	rc = 0;
 out:

@@ -36,7 +36,8 @@ struct vl_config {
 	struct library lib;
 	/* load */
 	double rate;           /* sessions per second */
-	double duration;       /* seconds */
+	double duration;       /* seconds of judged arrivals */
+	double warmup;         /* seconds of arrivals before them, not judged */
 	uint64_t seed;
 	struct workload_params wl;
 	double deadline;       /* seconds from a segment's scheduled send */
@@ -49,14 +50,25 @@ struct vl_config {
 	int mss;               /* TCP_MAXSEG before connect, 0 = the interface's */
 	/* reporting */
 	double progress;       /* seconds between progress lines, 0 = none */
+	double timeline;       /* seconds between timeline samples, 0 = none */
 	double late;           /* a send later than this (seconds) is a late start */
 	int quiet;
 };
 
+/* Active sessions over time (every cfg->timeline seconds from the start). */
+struct vl_timeline {
+	double *t;
+	uint64_t *active;
+	size_t n, cap;
+};
+
+/* Counts cover the judged sessions (planned start after the warm-up);
+ * bytes, segments and elapsed the judged window. */
 struct vl_result {
-	double rate, duration, elapsed;
+	double rate, duration, warmup, elapsed;
 	uint64_t seed;
 	uint64_t started, finished, active_at_end, failed;
+	uint64_t warmup_started, warmup_failed;
 	uint64_t errors[VL_ERR_KINDS];
 	uint64_t segments, bytes, requests, late_sends, reconnects;
 	uint64_t max_active;
@@ -64,11 +76,15 @@ struct vl_result {
 	struct hist latency;   /* ns, scheduled send -> last byte received */
 	struct hist lateness;  /* ns, planned -> actual request write */
 	char first_error[256];
+	struct vl_timeline timeline;
 };
 
 /* Runs one probe at cfg->rate with `seed`; 0 on success, -1 on a setup error (message printed). */
 int vl_run(const struct vl_config *cfg, uint64_t seed, struct vl_result *res);
 
 double vl_failed_pct(const struct vl_result *res);
+
+/* Frees what vl_run allocated in res (the timeline). */
+void vl_result_free(struct vl_result *res);
 
 #endif

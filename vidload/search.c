@@ -48,6 +48,7 @@ static int probe(struct vl_config *cfg, const struct search_opts *o, double rate
 			report_json_result(log->json, &res);
 			fprintf(log->json, "}");
 		}
+		vl_result_free(&res);
 		if (!ok) {
 			pass = 0;
 			break;  /* one failing repeat decides the probe */

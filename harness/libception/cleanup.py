@@ -7,9 +7,16 @@ SIGINT and on SIGTERM, so an interrupted `make demo` leaves nothing behind.
         ...
 
 Each action runs once; a failing action is reported and the rest still run.
+What SIGKILL leaves (no unwinding) is named in state files that
+`libception cleanup` reads (StackRecord, remove_leftovers, below).
 """
+import glob
+import json
+import os
 import signal
+import subprocess
 import sys
+import tempfile
 
 
 class Interrupted(Exception):
@@ -83,3 +90,103 @@ class Cleanup:
 def _main_thread():
     import threading
     return threading.current_thread() is threading.main_thread()
+
+
+# --- what a killed run leaves ------------------------------------------------
+# A run that SIGKILL stops cannot unwind; each stack it built (hddsim mount,
+# loop device, file system mount) is named in a state file here, written
+# before each piece is set up, so `libception cleanup` can take down exactly
+# the pieces of dead owners and never those of a run still alive.
+STATE_DIR = "/run/libception-stacks"
+
+
+def start_time(pid):
+    """The process's start time (clock ticks since boot), to tell it from a
+    later process that reuses its pid; None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class StackRecord:
+    """The state file of one stack: pieces in setup order, each a dict
+    with "kind" (hddsim, loop, mount) and "path"."""
+
+    def __init__(self, label, state_dir=None):
+        self.dir = state_dir or STATE_DIR
+        os.makedirs(self.dir, exist_ok=True)
+        pid = os.getpid()
+        self.data = {"label": label, "owner": pid, "owner_start": start_time(pid), "pieces": []}
+        fd, self.path = tempfile.mkstemp(prefix=f"{pid}-", suffix=".json", dir=self.dir)
+        os.close(fd)
+        self._write()
+
+    def add(self, kind, path, **extra):
+        self.data["pieces"].append({"kind": kind, "path": path, **extra})
+        self._write()
+
+    def note(self, **extra):
+        """Add what became known once the last piece was up (a pid)."""
+        self.data["pieces"][-1].update(extra)
+        self._write()
+
+    def _write(self):
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.data, f)
+        os.rename(tmp, self.path)
+
+    def close(self):
+        """The stack is down: forget it."""
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def remove_piece(piece):
+    """Take one piece of a dead stack down (nothing if it is gone already)."""
+    from . import hddsim, loopdev
+    path = piece["path"]
+    if piece["kind"] == "mount":
+        if hddsim.is_mounted(path):
+            r = subprocess.run(["umount", path], capture_output=True, check=False)
+            if r.returncode:
+                subprocess.run(["umount", "-l", path], capture_output=True, check=False)
+    elif piece["kind"] == "loop":
+        # Every loop device on this stack's own disk file, whatever its number.
+        for dev in glob.glob("/sys/block/loop*"):
+            if loopdev.backing_file(dev) == path:
+                loopdev.detach("/dev/" + os.path.basename(dev))
+    elif piece["kind"] == "hddsim":
+        for cmd in (["fusermount3", "-u", path], ["fusermount3", "-uz", path]):
+            if hddsim.is_mounted(path):
+                subprocess.run(cmd, capture_output=True, check=False)
+        pid = piece.get("pid")
+        if pid and start_time(pid) == piece.get("pid_start"):
+            os.kill(pid, signal.SIGTERM)   # the same hddsim, not a reused pid
+
+
+def remove_leftovers(state_dir=None, log=print):
+    """Tear down the stacks of owners that are gone; returns how many."""
+    state_dir = state_dir or STATE_DIR
+    removed = 0
+    for path in sorted(glob.glob(os.path.join(state_dir, "*.json"))):
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if start_time(data["owner"]) == data.get("owner_start"):
+            continue   # its owner still runs and will tear it down
+        for piece in reversed(data["pieces"]):
+            try:
+                remove_piece(piece)
+                log(f"cleanup: {piece['kind']} {piece['path']} (of dead pid {data['owner']})")
+            except Exception as e:  # keep going: the rest may still come down
+                log(f"cleanup: {piece['kind']} {piece['path']}: {e}")
+        os.unlink(path)
+        removed += 1
+    return removed

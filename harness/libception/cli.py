@@ -30,11 +30,23 @@ def _summary(name):
     return ""
 
 
+def version():
+    """The text of VERSION: at the top of the source tree, installed as
+    PREFIX/share/libception/VERSION; both are ../../VERSION from here."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "VERSION")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     names = _commands()
     parser = argparse.ArgumentParser(
         prog=PROG, description="Serialized, aggressive prefetching for unmodified programs.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in names:
         sub.add_parser(name, help=_summary(name), add_help=False)

@@ -1,9 +1,10 @@
-"""Run a benchmark scenario (demo, servers, ablation, sweep, latency, twodisks, diff, chunking, fastdisk).
+"""Run a benchmark scenario (SCENARIO in `libception bench --help` lists them).
 
 `libception bench SCENARIO [--out DIR] [--quick] [--resume]` sets up the
 emulated disk, memory cgroups, receptiond and the web servers, measures,
-prints a table, and writes versioned JSON (SCENARIO.json) and PNG plots
-into DIR (default results/SCENARIO-DATE).  Everything it sets up is torn
+prints a table, and writes versioned JSON (SCENARIO.json), every probe as
+it ends (probes.jsonl.gz) and PNG plots into DIR (default
+results/SCENARIO-DATE).  Everything it sets up is torn
 down on exit, on an error, on Ctrl-C and on SIGTERM.  See docs/benchmark.md.
 """
 import datetime
@@ -11,8 +12,8 @@ import json
 import os
 import sys
 
-from . import cgroup, cleanup, progress, results, servers
-from .bench import SCENARIOS, load
+from . import blockdisk, cgroup, cleanup, progress, results, servers
+from .bench import SCENARIOS, common, journal, load
 
 PROG = "libception bench"
 
@@ -26,9 +27,19 @@ def add_arguments(p):
                    help="a small library and short probes: checks the pipeline, "
                         "numbers not meaningful")
     p.add_argument("--resume", action="store_true",
-                   help="keep the points already in DIR/SCENARIO.json and measure the rest")
+                   help="keep the points and probes already in DIR and measure the rest "
+                        "(same commit only)")
     p.add_argument("--duration", type=float, metavar="S",
-                   help="seconds per vidload probe (default: the scenario's; 100 s full, 20 s quick)")
+                   help="judged seconds per probe (default: the scenario's; 200 s full, "
+                        "20 s quick)")
+    p.add_argument("--warmup", type=float, metavar="S",
+                   help="unjudged seconds of load before each probe's judged window "
+                        "(default 200 s full, 10 s quick)")
+    p.add_argument("--seeds", type=int, metavar="N",
+                   help="seeds each rate is judged on (default 3 full, 1 quick)")
+    p.add_argument("--judged-sessions", type=int, metavar="N",
+                   help="judge the N sessions that start after the warm-up instead of "
+                        "--duration seconds (the paper's experiment: 14400)")
     p.add_argument("--videos", type=int, metavar="N",
                    help="library size in videos (default: the paper's 20,000; 60 with --quick); "
                         "the memory limit follows at 1/32 of the library")
@@ -65,6 +76,25 @@ def _remove_stale_groups():
             cgroup.MemoryGroup(name).destroy()
 
 
+def _hours(seconds):
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+def _same_commit(json_path, scenario):
+    """--resume continues a run only at the commit that started it."""
+    if not os.path.exists(json_path):
+        return
+    data = results.load(json_path)
+    if data.get("scenario") != scenario:
+        return   # Results names that mismatch
+    was = data.get("git_commit")
+    now = results.git_commit()
+    if was != now:
+        raise results.ResultsError(f"{os.path.dirname(json_path)} was measured at commit "
+                                   f"{was}, this is {now}: --resume continues a run only on "
+                                   "the same commit (use another --out)")
+
+
 def main(args):
     if os.geteuid() != 0:
         print(f"{PROG}: must run as root (mounts, cgroups, servers as www-data)", file=sys.stderr)
@@ -72,6 +102,9 @@ def main(args):
     mod = load(args.scenario)
     settings = mod.settings(args.quick)
     settings["quick"] = bool(args.quick)
+    if "library" in settings:   # a video scenario: its disk is a setting
+        for key, value in blockdisk.DISK_SETTINGS.items():
+            settings.setdefault(key, value)
     if args.videos is not None:
         if args.videos < 1 or "library" not in settings:
             print(f"{PROG}: --videos: expected a positive count, for a video scenario",
@@ -85,6 +118,16 @@ def main(args):
         for key in ("search", "run"):
             if key in settings:
                 settings[key]["duration"] = args.duration
+    for opt, name, key, low in ((args.warmup, "warmup", "warmup_s", 0),
+                                (args.seeds, "seeds", "seeds", 1),
+                                (args.judged_sessions, "judged-sessions", "judged_sessions", 1)):
+        if opt is None:
+            continue
+        if opt < low or "search" not in settings:
+            print(f"{PROG}: --{name}: expected a number >= {low}, for a video scenario",
+                  file=sys.stderr)
+            return 2
+        settings["search"][key] = opt
     for item in args.set:
         key, eq, value = item.partition("=")
         if not eq or key not in settings:
@@ -95,18 +138,31 @@ def main(args):
             settings[key] = json.loads(value)
         except ValueError:
             settings[key] = value
+    try:
+        blockdisk.check_settings(settings)
+    except ValueError as e:
+        print(f"{PROG}: --set {e}", file=sys.stderr)
+        return 2
+    settings["method"] = "quick" if args.quick else settings.get("method", "steady")
     out = os.path.abspath(args.out or _default_out(args.scenario))
     os.makedirs(out, exist_ok=True)
     json_path = os.path.join(out, f"{args.scenario}.json")
-    seeds = [settings.get("search", {}).get("seed", 1)]
+    search = settings.get("search") or {}
+    first = search.get("seed", 1)
+    seeds = list(range(first, first + (settings.get("seeds") or search.get("seeds", 1))))
     try:
+        if args.resume:
+            _same_commit(json_path, args.scenario)
         res = results.Results(json_path, args.scenario, settings=settings, seeds=seeds,
                               resume=args.resume)
     except results.ResultsError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
+    res.data.setdefault("command", ["libception", "bench"] + sys.argv[2:])
+    res.data.setdefault("method", settings["method"])
     res.save()
-    prog = progress.Progress(mod.steps(settings), prog=PROG)
+    steps = mod.steps(settings)
+    prog = progress.Progress(steps * search.get("seeds", 1), prog=PROG)
 
     def log(msg):
         prog.line(msg)
@@ -116,17 +172,25 @@ def main(args):
 
     from .bench.rig import Rig
     prog.line(f"{args.scenario}: results into {out}")
+    if search:
+        per, seeds = common.probe_seconds(search), search.get("seeds", 1)
+        prog.line(f"{args.scenario}: estimated time at most {_hours(steps * seeds * per)} "
+                  f"({steps} rates x {seeds} seeds x ~{per:.0f} s, method "
+                  f"{settings['method']}; probes rerun for other load come on top)")
     dur = settings.get("search", {}).get("duration")
     if dur is not None and dur <= 10:
         # vidload's deadline is 10 s: a shorter probe cannot fail a session.
         prog.line(f"{args.scenario}: warning: probes of {dur:g} s cannot miss the 10 s "
                   "segment deadline; the rates only check the pipeline")
     _remove_stale_groups()
+    cleanup.remove_leftovers(log=prog.line)   # block disks of killed runs
     try:
         with cleanup.Cleanup(prog=PROG) as c:
             rig = Rig(args.scenario, out, c, prog, res, port=args.port or _free_port(), log=log)
             rig.log_plain = log_plain
             rig.only = [o for o in (args.only or "").split(",") if o]
+            rig.disk = {k: settings[k] for k in blockdisk.DISK_SETTINGS if k in settings}
+            rig.journal = journal.Journal(out, res.commit)
             rc = mod.run(rig, settings)
     except (KeyboardInterrupt, cleanup.Interrupted):
         print(f"{PROG}: interrupted; cleaned up; rerun with --resume --out {out} to continue",

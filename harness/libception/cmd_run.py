@@ -1,6 +1,6 @@
 """Run a program under libception (starting receptiond if none listens).
 
-`libception run [--mode M] [--prefetch SIZE] [--lookahead] [--socket P] [--no-daemon] -- CMD ARGS...`
+`libception run [--mode M] [--prefetch SIZE] [--lookahead] [--socket P] [--no-daemon] [--log FILE] -- CMD ARGS...`
 prepends libception.so to LD_PRELOAD, sets the LIBCEPTION_* variables and
 executes CMD in place of itself.  Unless --no-daemon or a mode without a
 daemon is asked for, it first starts receptiond, detached, if nothing
@@ -34,6 +34,8 @@ def add_arguments(p):
                         " run as another user; docs/receptiond.md \"Access model\")")
     p.add_argument("--idle-timeout", type=int, default=IDLE_TIMEOUT, metavar="SEC",
                    help=f"a daemon started here exits after this long unused (default {IDLE_TIMEOUT})")
+    p.add_argument("--log", metavar="FILE",
+                   help="a daemon started here appends its log to FILE (default: no log)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="the program and its arguments")
 
@@ -79,7 +81,9 @@ def main(args):
     mode = args.mode or env.get("LIBCEPTION_MODE") or "prefetch+serialize"
     if mode in DAEMON_MODES and not args.no_daemon and not daemon.is_listening(sock):
         try:
-            daemon.start(sock, detached=True, access=args.access,
+            # The daemon works in /: a relative log path means the caller's.
+            daemon.start(sock, detached=True, log=args.log and os.path.abspath(args.log),
+                         access=args.access,
                          args=["--idle-timeout", str(args.idle_timeout)])
         except (daemon.DaemonError, OSError) as e:
             # The program still runs: the library passes calls through.

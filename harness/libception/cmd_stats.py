@@ -3,9 +3,12 @@
 Per device: requests, hits (the daemon's, then the hits the libraries
 found themselves and reported), bytes the programs asked for and the
 daemon read, queue length now/max, queue wait and read time percentiles,
-the fraction of time a read was running.  Per call (from the libraries'
+the fraction of time a read was running; the queue order's picks by rule,
+queue waits split by demand and look-ahead, deadline misses and the head's
+travel (docs/receptiond.md QUEUE ORDER).  Per call (from the libraries'
 reports): counts, hits and latency percentiles.  --json prints the
-daemon's own JSON.
+daemon's own JSON, --prometheus its metrics in the Prometheus text format
+(the same as its --metrics-listen serves at /metrics).
 """
 import json
 import sys
@@ -15,7 +18,10 @@ from . import daemon
 
 def add_arguments(p):
     p.add_argument("--socket", metavar="PATH", help="receptiond's socket")
-    p.add_argument("--json", action="store_true", help="print the daemon's JSON")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the daemon's JSON")
+    fmt.add_argument("--prometheus", action="store_true",
+                     help="print the daemon's metrics in the Prometheus text format")
 
 
 def human_bytes(n):
@@ -73,6 +79,27 @@ def render_accounting(devices):
     return out
 
 
+def render_order(devices):
+    """What the queue order did per device (receptiond/order.h)."""
+    rows = [d for d in devices if "order" in d]
+    if not rows:
+        return []
+    out = ["", f"{'device':<14} {'order':<8} {'picks deadline/sweep/fifo':>25} {'turns':>6} "
+               f"{'cuts':>5} {'misses':>6} {'demand wait p50/p90/p99/max':>29} "
+               f"{'look-ahead p50/p99/max':>22} {'travel/read':>11}"]
+    for d in rows:
+        o = d["order"]
+        p, wd, wl = o["picks"], o["wait_demand_us"], o["wait_lookahead_us"]
+        placed = o["placed_reads"]
+        travel = human_bytes(o["head_travel_bytes"] / placed) if placed else "-"
+        out.append(f"{d['name']:<14} {o['mode']:<8} "
+                   f"{'/'.join(str(p[k]) for k in ('deadline', 'sweep', 'fifo')):>25} "
+                   f"{o['user_turns']:>6} {o['cuts']:>5} {o['deadline_misses']:>6} "
+                   f"{'/'.join(fmt_us(wd[k]) for k in ('p50', 'p90', 'p99', 'max')):>29} "
+                   f"{'/'.join(fmt_us(wl[k]) for k in ('p50', 'p99', 'max')):>22} {travel:>11}")
+    return out
+
+
 def render(st):
     out = []
     out.append(f"receptiond pid {st['pid']}, up {st['uptime_s']:.0f} s, socket {st['socket']}, "
@@ -110,6 +137,7 @@ def render(st):
     if un.get("calls") or un.get("hits"):
         out.append(f"(library hits on no device known here: {un['hits']} hits, "
                    f"{human_bytes(un['hit_bytes'])}, of {un['calls']} calls)")
+    out.extend(render_order(st["devices"]))
     out.extend(render_accounting(st["devices"]))
     out.append("")
     out.append(f"{'call':<16} {'calls':>10} {'hits':>10} {'bytes':>10} "
@@ -129,7 +157,14 @@ def render(st):
 def main(args):
     path = daemon.socket_path(args.socket)
     try:
+        if args.prometheus:
+            sys.stdout.write(daemon.metrics(path))
+            return 0
         st = daemon.stats(path)
+    except TimeoutError:
+        print(f"libception: stats: receptiond on {path} did not answer"
+              f"{' (older than --prometheus?)' if args.prometheus else ''}", file=sys.stderr)
+        return 1
     except OSError as e:
         print(f"libception: stats: no receptiond on {path} ({e.strerror or e})", file=sys.stderr)
         return 1

@@ -1,7 +1,7 @@
 """Stop the receptiond listening on the socket.
 
-Exit status 0 when it has exited, or none was running (said on stderr);
-1 if it refused or would not exit.
+Exit status 0 when it has exited; 1 if none was running (said on
+stderr), or it refused or would not exit.
 """
 import sys
 
@@ -19,6 +19,7 @@ def main(args):
     try:
         if not daemon.stop(path, timeout=args.timeout):
             print(f"libception: stop: no receptiond listening on {path}", file=sys.stderr)
+            return 1
     except (daemon.DaemonError, OSError) as e:
         print(f"libception: stop: {e}", file=sys.stderr)
         return 1

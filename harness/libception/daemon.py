@@ -16,10 +16,11 @@ import time
 # --- common/protocol.h ----------------------------------------------------
 MAGIC = 0x3150434C
 VERSION = 2
-MSG_ENSURE, MSG_REPORT, MSG_STATS, MSG_STATS_REPLY, MSG_SHUTDOWN = 1, 2, 3, 4, 5
+MSG_ENSURE, MSG_REPORT, MSG_STATS, MSG_STATS_REPLY, MSG_SHUTDOWN, MSG_METRICS = 1, 2, 3, 4, 5, 6
 ST_OK, ST_BADVERSION, ST_BADREQUEST, ST_BUSY, ST_IOERROR, ST_DIRECT = 0, 1, 2, 3, 4, 5
 STATUS_NAMES = {0: "ok", 1: "badversion", 2: "badrequest", 3: "busy", 4: "ioerror", 5: "direct"}
 F_NO_PREFETCH = 0x1
+F_LOOKAHEAD = 0x2     # sent without waiting, never answered
 CALLS = ["read", "pread", "readv", "preadv", "sendfile", "copy_file_range", "splice"]
 HIST_BUCKETS = 28
 REPORT_DEVS = 8                                    # + one "other" entry
@@ -141,8 +142,19 @@ def pack_report(pid, calls=None, hits=None, nbytes=None, hist=None, req_id=0,
 
 def stats(path=None, timeout=5.0):
     """The daemon's statistics as a dict (its JSON)."""
+    return json.loads(_text_reply(MSG_STATS, path, timeout))
+
+
+def metrics(path=None, timeout=5.0):
+    """The daemon's metrics, Prometheus text (docs/receptiond.md, METRICS)."""
+    return _text_reply(MSG_METRICS, path, timeout)
+
+
+def _text_reply(mtype, path, timeout):
+    """Ask with a header-only message; the reply is a STATS_REPLY header
+    and then the text in chunks."""
     with connect(path, timeout) as s:
-        s.send(HEADER.pack(MAGIC, VERSION, MSG_STATS, 7))
+        s.send(HEADER.pack(MAGIC, VERSION, mtype, 7))
         data = s.recv(4096)
         if len(data) != STATS_REPLY.size:
             raise DaemonError(f"unexpected stats reply of {len(data)} bytes")
@@ -155,7 +167,7 @@ def stats(path=None, timeout=5.0):
         text = b"".join(parts)
         if len(text) != length:
             raise DaemonError(f"stats: got {len(text)} of {length} bytes")
-        return json.loads(text.decode())
+        return text.decode()
 
 
 def request_shutdown(path=None, timeout=5.0):
@@ -208,7 +220,9 @@ def start(path=None, detached=True, args=(), in_cgroup=None, log=None, env=None,
     Returns the daemon's pid (detached) or the Popen.
     """
     path = socket_path(path)
-    cmd = [binary or receptiond_path(), "--socket", path]
+    # A daemon started here is defined by its flags alone: the service's
+    # /etc/libception/receptiond.conf is not its configuration.
+    cmd = [binary or receptiond_path(), "--no-config", "--socket", path]
     if log:
         cmd += ["--log", log]
     if access:

@@ -25,6 +25,7 @@ _FLAGS = {
     "congestion_threshold": "--congestion-threshold", "threads": "--threads",
     "policy": "--policy", "queue_depth": "--queue-depth", "readahead": "--readahead",
     "segments": "--segments", "meta_group": "--meta-group", "drive_file": "--drive-file",
+    "disk": "--disk", "disk_map": "--disk-map",
 }
 # Keyword options of Mount that are flags without a value.
 _SWITCHES = {"spread": "--spread"}
@@ -56,6 +57,19 @@ def video_files(mount, name, size, chunk):
     return [os.path.join(mount, name, f"{k:06d}") for k in range(-(-size // chunk))]
 
 
+def library_files(library):
+    """(path, size, video name, offset in the video) of every file a
+    library file (docs/library-format.md) lists, in its order."""
+    with open(library, encoding="ascii") as f:
+        for line in f:
+            p = line.split()
+            if not p or p[0] != "video":
+                continue
+            name, size, chunk = p[1], int(p[2]), int(p[4])
+            for k, path in enumerate(video_files("", name, size, chunk)):
+                yield path, min(chunk, size - k * chunk) if chunk else size, name, k * chunk
+
+
 def read_videos(mount, videos):
     """Read each (name, size, chunk) video whole, chunk files in order,
     with `cat`, as the chunking paper's `wc` runs did; (bytes, seconds)."""
@@ -76,8 +90,8 @@ def is_mounted(path):
 class Mount:
     def __init__(self, mountpoint, drive="wd-red", library=None, trace=None,
                  read_ahead_kb=None, allow_other=True, timeout=30, **opts):
-        if library is None:
-            raise HddsimError("hddsim: Mount needs a library")
+        if library is None and not opts.get("disk"):
+            raise HddsimError("hddsim: Mount needs a library or a disk image")
         unknown = set(opts) - set(_FLAGS) - set(_SWITCHES)
         if unknown:
             raise HddsimError(f"hddsim: unknown Mount options {sorted(unknown)}")
@@ -86,7 +100,9 @@ class Mount:
         self.bdi = None
         self.proc = None
         self.banner = ""
-        cmd = [binary(), self.path, "--drive", drive, "--library", str(library)]
+        cmd = [binary(), self.path, "--drive", drive]
+        if library is not None:
+            cmd += ["--library", str(library)]
         if trace:
             cmd += ["--trace", str(trace)]
         if not allow_other:

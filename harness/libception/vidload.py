@@ -39,7 +39,7 @@ _OPTIONS = {
     "tick_ms": "--tick-ms", "rcvbuf": "--rcvbuf", "late_ms": "--late-ms",
     "progress": "--progress", "no_shuffle": "--no-shuffle", "quiet": "--quiet",
     "resolution": "--resolution", "repeats": "--repeats", "max_fail": "--max-fail",
-    "between": "--between",
+    "between": "--between", "warmup": "--warmup", "timeline": "--timeline",
 }
 
 
@@ -76,11 +76,12 @@ def _run_json(cmd, timeout, log):
 
 
 def run(url, library, rate, duration, seed=1, timeout=None, log=None, **opts):
-    """One run at `rate` sessions/s for `duration` s; the parsed JSON result
+    """One run at `rate` sessions/s for `duration` s (after `warmup=S`
+    seconds whose sessions are not judged); the parsed JSON result
     ({"vidload": 1, "mode": "run", "settings": {...}, "result": {...}})."""
     cmd = [binary(), "--url", url, "--library", str(library), "--rate", str(rate),
            "--duration", str(duration), "--seed", str(seed)] + _args(opts)
-    return _run_json(cmd, timeout or duration * 2 + 60, log)
+    return _run_json(cmd, timeout or (duration + (opts.get("warmup") or 0)) * 2 + 60, log)
 
 
 def search(url, library, lo, hi, duration, seed=1, timeout=None, log=None, **opts):

@@ -251,6 +251,132 @@ static void test_queue(void)
 	CHECK(tp[1] > 1.5 * tp[0], "SPTF %.0f vs FIFO %.0f IOPS", tp[1], tp[0]);
 }
 
+/* The actuator's loop (sched.c) on the virtual clock: serve the queue q,
+ * in arrival order, with the drive free from t_free; returns when the last
+ * command ends.  Counts commands that needed positioning and pieces that
+ * joined the command before them. */
+static int64_t serve_queue(struct model *m, int64_t t_free, struct model_req *q, size_t n,
+			   int *positioned, int *joined)
+{
+	*positioned = *joined = 0;
+	while (n) {
+		int64_t t = t_free > q[0].arrival ? t_free : q[0].arrival;
+		size_t k = model_pick(m, t, q, n);
+		int64_t start = model_start(m, t, &q[k]);
+		struct model_cost c = model_serve(m, start, &q[k]);
+		*positioned += c.seek + c.rot + c.overhead > 0;
+		*joined += c.hit == 3;
+		t_free = start + c.total;
+		for (size_t j = k; j + 1 < n; j++)
+			q[j] = q[j + 1];
+		n--;
+	}
+	return t_free;
+}
+
+/* Drive state before each trial: one read somewhere else, then an idle gap
+ * that puts the platter at a random phase. */
+static int64_t warm_up(struct model *m, uint64_t far)
+{
+	struct model_req w = { far, 4096, 1000000000 };
+	struct model_cost c = model_serve(m, w.arrival, &w);
+	return w.arrival + c.total + (int64_t)(rnd() % 50000000);
+}
+
+#define MIB (1ull << 20)
+
+/* A 4 MiB command the host split into four 1 MiB pieces costs what the
+ * 4 MiB command costs: one positioning, one transfer, whatever order the
+ * pieces reach the queue in. */
+static void test_merge_split_command(const char *policy, void (*tweak)(struct drive *))
+{
+	struct model one, four;
+	double sum_one = 0, sum_four = 0, sum_fifo_order = 0;
+	int trials = 200, bad = 0;
+	for (int i = 0; i < trials; i++) {
+		load(&one, "wd-red", tweak);
+		load(&four, "wd-red", tweak);
+		uint64_t C = one.d.capacity;
+		uint64_t pos = (rnd() % (C / 2 - 8 * MIB)) & ~4095ull, far = C / 2 + (rnd() % (C / 4) & ~4095ull);
+		int64_t t = warm_up(&one, far);
+		warm_up(&four, far);
+		struct model_req whole = { pos, 4 * MIB, t };
+		struct model_cost c1 = model_serve(&one, t, &whole);
+		/* The pieces in a random order, all queued at once. */
+		struct model_req q[4];
+		int order[4] = { 0, 1, 2, 3 };
+		for (int k = 3; k > 0; k--) {
+			int j = (int)(rnd() % (uint64_t)(k + 1)), x = order[k];
+			order[k] = order[j], order[j] = x;
+		}
+		for (int k = 0; k < 4; k++)
+			q[k] = (struct model_req){ pos + (uint64_t)order[k] * MIB, MIB, t };
+		/* For comparison: the same pieces served in that order, each on its own. */
+		struct model plain = four;
+		int64_t tp = t;
+		for (int k = 0; k < 4; k++)
+			tp += model_serve(&plain, tp, &q[k]).total;
+		int positioned, joined;
+		int64_t end = serve_queue(&four, t, q, 4, &positioned, &joined);
+		sum_one += (double)c1.total, sum_four += (double)(end - t), sum_fifo_order += (double)(tp - t);
+		if (llabs(end - t - c1.total) > 10000 || positioned != 1 || joined != 3)
+			bad++;
+	}
+	printf("test_model: merge (%s): 4 x 1 MiB queued together %.2f ms, one 4 MiB command %.2f ms, "
+	       "the pieces one by one in queue order %.2f ms (means of %d)\n", policy,
+	       sum_four / trials / 1e6, sum_one / trials / 1e6, sum_fifo_order / trials / 1e6, trials);
+	CHECK(bad == 0, "merge (%s): %d of %d split commands did not cost one command", policy, bad, trials);
+}
+
+/* Pieces that reach the drive one after another: while the previous one
+ * transfers, or within MODEL_MERGE_NS after it ended, they join it;
+ * later than that, they are new commands. */
+static void test_merge_back_to_back(void)
+{
+	struct model m;
+	load(&m, "wd-red", no_readahead);
+	uint64_t pos = 3ull << 30;
+	int64_t t = warm_up(&m, 100ull << 30);
+	struct model_req first = { pos, MIB, t };
+	int64_t t_free = t + model_serve(&m, t, &first).total;
+	/* Arrived during the first one's transfer. */
+	struct model_req q[1] = { { pos + MIB, MIB, t + 1000000 } };
+	int positioned, joined;
+	t_free = serve_queue(&m, t_free, q, 1, &positioned, &joined);
+	CHECK(joined == 1 && positioned == 0, "piece during the transfer: joined %d positioned %d", joined, positioned);
+	/* Arrived 100 us after the end. */
+	q[0] = (struct model_req){ pos + 2 * MIB, MIB, t_free + 100000 };
+	int64_t end = serve_queue(&m, t_free, q, 1, &positioned, &joined);
+	CHECK(joined == 1 && end == t_free + model_xfer_ns(&m, pos + 2 * MIB, pos + 3 * MIB),
+	      "piece 100 us late: joined %d", joined);
+	/* Arrived 2 ms after the end: the sector has passed, the platter must
+	 * come round again. */
+	q[0] = (struct model_req){ pos + 3 * MIB, MIB, end + 2000000 };
+	struct model_cost c = model_serve(&m, q[0].arrival, &q[0]);
+	CHECK(c.hit != 3 && c.rot > m.trev / 2, "piece 2 ms late: kind %d rotation %lld", c.hit, (long long)c.rot);
+	/* Not contiguous: a 64 KiB gap between 1 MiB pieces queued together. */
+	load(&m, "wd-red", no_readahead);
+	t = warm_up(&m, 100ull << 30);
+	struct model_req gap[4];
+	for (int k = 0; k < 4; k++)
+		gap[k] = (struct model_req){ pos + (uint64_t)k * (MIB + 65536), MIB, t };
+	serve_queue(&m, t, gap, 4, &positioned, &joined);
+	CHECK(joined == 0 && positioned == 4, "gapped pieces: joined %d positioned %d", joined, positioned);
+
+	/* A joining piece goes before an older command, under either policy,
+	 * but not before one past the age limit. */
+	for (int pol = 0; pol < 2; pol++) {
+		load(&m, "wd-red", pol ? fifo : NULL);
+		t = warm_up(&m, 100ull << 30);
+		struct model_req a = { pos, MIB, t };
+		int64_t end1 = t + model_serve(&m, t, &a).total;
+		struct model_req mix[2] = { { 200ull << 30, 4096, end1 - 1000000 }, { pos + MIB, MIB, end1 - 500000 } };
+		CHECK(model_pick(&m, end1, mix, 2) == 1, "policy %d: the joining piece waits", pol);
+		mix[0].arrival = end1 - (int64_t)((m.d.age_limit + 1) * 1e6);
+		CHECK(model_pick(&m, end1, mix, 2) == 0, "policy %d: age limit ignored for a join", pol);
+	}
+}
+
 static void test_bad_drive(void)
 {
 	struct drive d;
@@ -274,6 +400,10 @@ int main(int argc, char **argv)
 	test_readahead();
 	test_segments();
 	test_queue();
+	test_merge_split_command("sptf", NULL);
+	test_merge_split_command("fifo", fifo);
+	test_merge_split_command("sptf, no read-ahead", no_readahead);
+	test_merge_back_to_back();
 	test_bad_drive();
 	printf("test_model: %s\n", failures ? "FAILED" : "all passed");
 	return failures ? 1 : 0;

@@ -67,6 +67,12 @@ static struct rd_req *req(dev_t dev, ino_t ino, uint64_t lo, uint64_t hi)
 	return r;
 }
 
+static struct rd_req *pop(struct rd_queue *q)
+{
+	struct rd_pick pick;
+	return rd_queue_pop(q, 0, &pick);
+}
+
 static void test_queue(void)
 {
 	struct rd_queue q = { 0 };
@@ -75,28 +81,28 @@ static void test_queue(void)
 	rd_queue_push(&q, b);
 	CHECK(q.len == 2);
 	/* same file, overlapping: joins; another file or a disjoint range: not */
-	CHECK(rd_queue_find_join(&q, 1, 10, 2048, 4096) == a);
-	CHECK(rd_queue_find_join(&q, 1, 10, 1024, 1024) == a);
-	CHECK(rd_queue_find_join(&q, 2, 10, 0, 4096) == NULL);
-	CHECK(rd_queue_find_join(&q, 1, 10, 8192, 4096) == NULL);
-	CHECK(rd_queue_find_join(&q, 1, 11, 100, 1) == b);
+	CHECK(rd_queue_find_join(&q, 1, 10, 2048, 4096, 0, 64 << 20) == a);
+	CHECK(rd_queue_find_join(&q, 1, 10, 1024, 1024, 0, 64 << 20) == a);
+	CHECK(rd_queue_find_join(&q, 2, 10, 0, 4096, 0, 64 << 20) == NULL);
+	CHECK(rd_queue_find_join(&q, 1, 10, 8192, 4096, 0, 64 << 20) == NULL);
+	CHECK(rd_queue_find_join(&q, 1, 11, 100, 1, 0, 64 << 20) == b);
 	/* joining a queued request grows it to the union */
 	struct rd_waiter w1 = { .offset = 2048, .length = 4096 };
 	rd_req_join(a, &w1, 1 << 20, 0);
 	CHECK(a->lo == 0 && a->hi == 6144 && a->client_size == 1 << 20 && !a->no_prefetch);
 	CHECK(a->nwaiters == 1);
 	/* FIFO order; in flight, only ranges inside the window join */
-	CHECK(rd_queue_pop(&q) == a);
+	CHECK(pop(&q) == a);
 	a->win_lo = 0;
 	a->win_hi = 2 << 20;
 	CHECK(q.len == 1 && q.nflying == 1);
-	CHECK(rd_queue_find_join(&q, 1, 10, 1 << 20, 4096) == a);
-	CHECK(rd_queue_find_join(&q, 1, 10, (2 << 20) - 10, 4096) == NULL);
+	CHECK(rd_queue_find_join(&q, 1, 10, 1 << 20, 4096, 0, 64 << 20) == a);
+	CHECK(rd_queue_find_join(&q, 1, 10, (2 << 20) - 10, 4096, 0, 64 << 20) == NULL);
 	struct rd_waiter w2 = { .offset = 1 << 20, .length = 4096 };
 	rd_req_join(a, &w2, 0, 0);
 	CHECK(a->lo == 0 && a->hi == 6144);   /* in flight: the range is fixed */
-	CHECK(rd_queue_pop(&q) == b);
-	CHECK(rd_queue_pop(&q) == NULL);
+	CHECK(pop(&q) == b);
+	CHECK(pop(&q) == NULL);
 	rd_queue_done(&q, a);
 	CHECK(q.nflying == 1 && q.flying == b);
 	rd_queue_done(&q, b);
@@ -112,16 +118,16 @@ static void test_queue(void)
 	rd_queue_push(&q, la2);
 	rd_queue_push(&q, d1);
 	d1->demand = 1;
-	CHECK(rd_queue_pop(&q) == d1 && q.tail == la2);
+	CHECK(pop(&q) == d1 && q.tail == la2);
 	struct rd_waiter w3 = { .offset = 0, .length = 4096 };
 	rd_req_join(la2, &w3, 0, 0);
 	CHECK(la2->demand == 1);
-	CHECK(rd_queue_pop(&q) == la2 && q.head == la1 && q.tail == la1);
+	CHECK(pop(&q) == la2 && q.head == la1 && q.tail == la1);
 	struct rd_req *d2 = req(1, 23, 0, 4096);
 	rd_queue_push(&q, d2);        /* appended after the pop left la1 the tail */
 	CHECK(q.head == la1 && la1->next == d2 && q.tail == d2);
-	CHECK(rd_queue_pop(&q) == la1);   /* no demand queued: oldest first */
-	CHECK(rd_queue_pop(&q) == d2 && q.head == NULL && q.tail == NULL && q.len == 0);
+	CHECK(pop(&q) == la1);   /* no demand queued: oldest first */
+	CHECK(pop(&q) == d2 && q.head == NULL && q.tail == NULL && q.len == 0);
 	struct rd_req *all[] = { la1, la2, d1, d2 };
 	for (unsigned i = 0; i < 4; i++) {
 		rd_queue_done(&q, all[i]);

@@ -9,7 +9,7 @@ A scenario module has a docstring (first line: its summary), and
 import importlib
 
 SCENARIOS = ["demo", "servers", "ablation", "sweep", "latency", "twodisks", "diff",
-             "chunking", "fastdisk", "sizing"]
+             "chunking", "fastdisk", "sizing", "tune", "compare"]
 
 
 def load(name):

@@ -14,7 +14,7 @@ sequential reader per layout, with no server in the way.
 import os
 import random
 
-from .. import hddsim
+from .. import blockdisk, hddsim
 from . import common
 from .rig import library_videos
 
@@ -45,7 +45,10 @@ def read_rate(rig, s, lib, layout, chunk, seed):
         rig.progress.skip(f"wc {layout} seed {seed}")
         return done
     picked = random.Random(seed).sample(library_videos(lib), s["wc_videos"])
-    m = hddsim.Mount(os.path.join(rig.work, f"wc-{chunk}"), s["drive"], lib)
+    disk = rig.with_disk({})
+    m = blockdisk.mount(os.path.join(rig.work, f"wc-{chunk}"), s["drive"], lib, disk)
+    if disk.get("read_ahead_kb") is not None:
+        m.read_ahead_kb = disk["read_ahead_kb"]
     handle = rig.cleanup.push(f"unmount {m.path}", m.unmount)
     try:
         rig.progress.begin(f"wc {layout}: {len(picked)} videos, seed {seed}")
@@ -54,7 +57,7 @@ def read_rate(rig, s, lib, layout, chunk, seed):
     finally:
         rig.cleanup.run_now(handle)
     rig.results.add(point, videos=len(picked), bytes=total, seconds=secs,
-                    mb_per_s=total / secs / 1e6)
+                    mb_per_s=total / secs / 1e6, config=disk)
     rig.log(f"wc {layout} seed {seed}: {total / 1e6:.0f} MB in {secs:.1f} s, "
             f"{total / secs / 1e6:.1f} MB/s")
     return rig.results.get(point)

@@ -15,7 +15,7 @@ MIB = 2**20
 # concurrent streams (~1,500), and each stream needs room for a prefetch
 # (2 MiB) between its refills.  With 2,000 videos and 828 MiB a stream had
 # 0.5 MiB and libception's prefetches were evicted before use
-# (docs/results.md, "Scaling the memory").
+# (docs/notes/2026-11-23-results.md, "Scaling the memory").
 MEMORY_RATIO = 1 / 32
 FULL_VIDEOS = 20000
 
@@ -57,30 +57,42 @@ def best_tunables(server):
 def row(label, outcome, base_rate=None):
     """A table row from a max_rate() outcome."""
     at = outcome.get("at_answer") or {}
+    disk = at.get("disk_time") or {}
     rate = outcome.get("answer")
     ratio = (rate / base_rate) if rate and base_rate else None
     return {"label": label, "rate": rate, "mb_per_s": at.get("mb_per_s"),
-            "disk_mb_per_s": at.get("disk_mb_per_s"), "failed_pct": at.get("failed_pct"),
-            "failed_above": outcome.get("failed_above"), "ratio": ratio}
+            "disk_mb_per_s": disk.get("mb_per_s", at.get("disk_mb_per_s")),
+            "busy_share": disk.get("busy_share"), "transfer_share": disk.get("transfer_share"),
+            "failed_pct": at.get("failed_pct"), "failed_above": outcome.get("failed_above"),
+            "steady": (at.get("steady") or {}).get("steady"), "ratio": ratio}
 
 
 def _fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
+def _pct(v):
+    return "-" if v is None else f"{v:.0%}"
+
+
 def print_table(rows, out=print, prog="libception bench"):
     """The side-by-side table: sessions/s without failures, MB/s to
-    clients, disk MB/s and failed % at that rate, ratio to the first row."""
+    clients, disk MB/s, the drive's busy share and the transfer share of
+    its busy time, and failed % at that rate, ratio to the first row; a
+    `*` marks an answer whose probe was not steady."""
     w = max([34] + [len(r["label"]) for r in rows])   # long labels keep the columns aligned
     head = (f"{'configuration':<{w}} {'sessions/s':>10} {'MB/s out':>9} {'disk MB/s':>9} "
-            f"{'failed %':>8} {'ratio':>6}")
+            f"{'busy':>5} {'xfer':>5} {'failed %':>8} {'ratio':>6}")
     out(f"{prog}: {head}")
     for r in rows:
         rate = _fmt(r["rate"], ".3g")
         if r["rate"] is not None and r.get("failed_above") is None:
             rate = ">=" + rate   # never failed within the search's cap
+        if r.get("steady") is False:
+            rate += "*"
         out(f"{prog}: {r['label']:<{w}} {rate:>10} {_fmt(r['mb_per_s'], '.1f'):>9} "
-            f"{_fmt(r['disk_mb_per_s'], '.1f'):>9} {_fmt(r['failed_pct'], '.2f'):>8} "
+            f"{_fmt(r['disk_mb_per_s'], '.1f'):>9} {_pct(r.get('busy_share')):>5} "
+            f"{_pct(r.get('transfer_share')):>5} {_fmt(r['failed_pct'], '.2f'):>8} "
             f"{_fmt(r['ratio'], '.2f'):>6}")
 
 
@@ -105,14 +117,32 @@ def plot_probes(path, outcomes, title, max_fail=0.3):
     return plots.probes(path, series, title, threshold=max_fail)
 
 
+# Full runs judge steady state: a warm-up of one mean session (~200 s)
+# before a 200 s judged window, every rate on three seeds
+# (docs/benchmark.md, "Steady-state probes").  --quick checks the
+# pipeline with short probes on one seed.
+FULL_PROBE = {"warmup_s": 200, "duration": 200, "seeds": 3, "rel_resolution": 0.1}
+QUICK_PROBE = {"warmup_s": 10, "duration": 20, "seeds": 1, "rel_resolution": 0.25}
+
+
 def search_settings(quick, start, duration=None):
     """vidload and search settings shared by the video scenarios."""
     # cap and floor are absolute, so searches started elsewhere (libception
     # from vanilla's answer) have the same bounds.
-    return {"duration": duration or (20 if quick else 100), "start": start,
-            "cap": start * 16, "floor": start / 16,
-            "rel_resolution": 0.25 if quick else 0.1, "repeats": 1, "max_fail": 0.3,
-            "seed": 1}
+    s = {**(QUICK_PROBE if quick else FULL_PROBE), "start": start,
+         "cap": start * 16, "floor": start / 16, "max_fail": 0.3, "seed": 1,
+         "judged_sessions": None, "max_probes": None, "other_cpu_max": 0.5}
+    if duration:
+        s["duration"] = duration
+    return s
+
+
+def probe_seconds(search):
+    """About how long one probe takes (settling and set-up included)."""
+    judged = search["duration"]
+    if search.get("judged_sessions"):
+        judged = search["judged_sessions"] / search["start"]
+    return (search.get("warmup_s") or 0) + judged + 15
 
 
 def profile_device(rig, point, path, target, budget):

@@ -14,8 +14,8 @@ import os
 import shutil
 import time
 
-from .. import cgroup, daemon, hddsim, pagecache, servers
-from . import search
+from .. import blockdisk, cgroup, daemon, hddsim, pagecache, servers
+from . import probe, search
 
 # Modes of the library as the paper's ablation names them.
 MODES = {
@@ -26,6 +26,8 @@ MODES = {
     "track": "track",          # only count and time calls (for latency CDFs)
 }
 DAEMON_MODES = {"libception", "serialize", "track"}
+# A configuration's keys for receptiond's queue order, and their options.
+QUEUE_ORDER_FLAGS = {"order": "--order", "deadline_ms": "--deadline", "inflight": "--inflight"}
 
 
 def library_videos(path):
@@ -60,6 +62,13 @@ class Rig:
         os.makedirs(self.work, exist_ok=True)
         self.lib_so = os.path.join(daemon.prefix(), "lib", "libception.so")
         self.only = []
+        self.disk = {}   # the scenario's disk settings (blockdisk.DISK_SETTINGS)
+        self.journal = None   # journal.Journal: every probe persisted as it ends
+
+    def with_disk(self, cfg):
+        """`cfg` with the scenario's disk and block-queue knobs, which the
+        configuration's own keys (a kernel row's read_ahead_kb) override."""
+        return {**blockdisk.disk_config(self.disk), **cfg}
 
     def socket_path(self, tag):
         """A socket path short enough for sun_path (108 bytes) wherever the
@@ -96,13 +105,15 @@ class Rig:
                 opts = dict(spec.get("hddsim", cfg.get("hddsim")) or {})
                 if opts.get("trace") is True:  # one trace per configuration and mount
                     opts["trace"] = os.path.join(base, f"disk-trace-{spec['name'] or 'mnt'}.txt")
-                m = hddsim.Mount(where, spec.get("drive", cfg.get("drive", "wd-red")),
-                                 spec["library"], **opts)
+                m = blockdisk.mount(where, spec.get("drive", cfg.get("drive", "wd-red")),
+                                    spec["library"], cfg, **opts)
                 h.handles.append(c.push(f"unmount {m.path}", m.unmount))
                 h.mounts.append(m)
                 ra = spec.get("read_ahead_kb", cfg.get("read_ahead_kb"))
                 if ra is not None:
                     m.read_ahead_kb = ra
+                if getattr(m, "queue", None):   # what the block device accepted
+                    h.disk_queue.append(dict(m.queue))
             docroot = root if cfg.get("mounts") else h.mounts[0].path
         h.docroot = docroot
         h.group = cgroup.MemoryGroup(f"bench-{os.getpid()}-{tag}", cfg.get("memory_limit"))
@@ -122,6 +133,9 @@ class Rig:
                 args += ["--prefetch", str(cfg["prefetch"])]
             if cfg.get("policy"):   # a sizing policy (docs/prefetch-sizing.md)
                 args += ["--policy", str(cfg["policy"])]
+            for key, flag in QUEUE_ORDER_FLAGS.items():   # docs/receptiond.md QUEUE ORDER
+                if cfg.get(key) is not None:
+                    args += [flag, str(cfg[key])]
             h.daemon = daemon.start(h.socket, detached=False, in_cgroup=h.group.add,
                                     log=os.path.join(base, "receptiond.log"), args=args)
             h.handles.append(c.push("stop receptiond", lambda: _stop_daemon(h.daemon)))
@@ -170,13 +184,14 @@ class Rig:
         if done is not None:
             self.progress.skip(f"{tag}: {done.get('answer')} sessions/s")
             return done
+        cfg = self.with_disk(cfg)
         self.log(f"{tag}: setting up ({describe(cfg)})")
         h = self.setup(cfg, tag)
         try:
-            outcome = search.max_failure_free(self, h, cfg, settings, tag)
+            outcome = search.max_failure_free(self, h, cfg, settings, tag, point)
         finally:
             self.teardown(h)
-        record = {"config": _jsonable(cfg), **outcome}
+        record = {"config": _jsonable(cfg), **h.disk_record(), **outcome}
         self.results.add(point, **record)
         return self.results.get(point)
 
@@ -189,15 +204,49 @@ class Rig:
         if done is not None:
             self.progress.skip(f"{tag} at {rate:g}/s")
             return done
+        cfg = self.with_disk(cfg)
         h = self.setup(cfg, tag)
         try:
-            self.progress.begin(f"{what or tag}: {rate:g} sessions/s")
-            rec = search.probe(self, h, cfg, settings, rate, settings["seed"])
-            self.progress.end()
+            rec = self.measure(h, cfg, settings, rate, settings["seed"], point,
+                               f"{what or tag}: {rate:g} sessions/s")
         finally:
             self.teardown(h)
-        self.results.add(point, config=_jsonable(cfg), rate=rate, probe=rec)
+        self.results.add(point, config=_jsonable(cfg), rate=rate, probe=rec, **h.disk_record())
         return self.results.get(point)
+
+
+    def measure(self, h, cfg, settings, rate, seed, point, what):
+        """One probe (probe.probe), persisted in the journal as it ends;
+        one the journal already holds is not run again (--resume).  A
+        probe that overlapped other processes' load beyond
+        `other_cpu_max` cores is run once more at once; the second is
+        kept and marked `rerun`, the first stays in the journal."""
+        done = self.journal.find(point, rate, seed) if self.journal and point else None
+        if done is not None:
+            self.progress.skip(f"{what}: probe")
+            return done
+        self.progress.begin(what)
+        rec = probe.probe(self, h, cfg, settings, rate, seed)
+        self.progress.end()
+        attempt = 1
+        if rec["other_cpu"]["disturbed"]:
+            first = rec
+            self._persist(point, h.tag, first, attempt, superseded=True)
+            self.progress.line(f"{h.tag}: other processes used {first['other_cpu']['cores']:.2f} "
+                               f"cores (more than {first['other_cpu']['threshold']:g}): "
+                               "running the probe again")
+            self.progress.begin(f"{what} (again: other load)")
+            rec = probe.probe(self, h, cfg, settings, rate, seed)
+            self.progress.end()
+            attempt = 2
+            rec["rerun"] = {"why": "other load",
+                            "first": {k: first[k] for k in ("other_cpu", "failed_pct", "pass")}}
+        self._persist(point, h.tag, rec, attempt)
+        return rec
+
+    def _persist(self, point, tag, rec, attempt, superseded=False):
+        if self.journal is not None and point is not None:
+            self.journal.add(point, tag, rec, attempt, superseded)
 
 
 class _Handle:
@@ -239,6 +288,10 @@ class _Handle:
         self.server = None
         self.url = None
         self.handles = []
+        self.disk_queue = []   # per block-disk mount: the queue knobs the kernel accepted
+
+    def disk_record(self):
+        return {"disk_queue": self.disk_queue} if self.disk_queue else {}
 
 
 def _stop_daemon(proc):
@@ -257,12 +310,20 @@ def _jsonable(cfg):
 
 def describe(cfg):
     parts = [cfg.get("server", "nginx"), cfg.get("mode", "vanilla")]
+    if cfg.get("disk", "fuse") != "fuse":
+        parts.append(f"{cfg['disk']} disk ({cfg.get('fs', 'ext4')})")
+    for k in ("scheduler", "max_sectors_kb", "nr_requests"):
+        if cfg.get(k) is not None:
+            parts.append(f"{k} {cfg[k]}")
     if cfg.get("prefetch") is not None:
         parts.append(f"prefetch {cfg['prefetch']}")
     if cfg.get("policy"):
         parts.append(f"policy {cfg['policy']}")
     if cfg.get("lookahead"):
         parts.append("look-ahead")
+    for key in QUEUE_ORDER_FLAGS:
+        if cfg.get(key) is not None:
+            parts.append(f"{key} {cfg[key]}")
     if cfg.get("read_ahead_kb") is not None:
         parts.append(f"read_ahead_kb {cfg['read_ahead_kb']}")
     for k, v in (cfg.get("hddsim") or {}).items():

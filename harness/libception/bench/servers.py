@@ -6,10 +6,11 @@ probe at a rate just above the shipped configuration's maximum
 failure-free rate; the candidate with the fewest failed sessions there
 (ties: lower p99 segment latency) gets the full search and is the
 "vanilla" row; libception and the kernel-tuning rows use the same
-tunables.  Kernel tuning is the paper's: a larger read_ahead_kb on the
-emulated device (the FUSE request size is already at its 1 MiB maximum,
-the analogue of the paper's max_sectors_kb raise); the best of
-KERNEL_READ_AHEAD_KB is reported.  The winners go to best.json in the
+tunables.  Kernel tuning is the paper's: read_ahead_kb on the emulated
+device (the FUSE request size is already at its 1 MiB maximum, the
+analogue of the paper's max_sectors_kb raise; on the block disk also the
+scheduler and max_sectors_kb), tuned by bench/tuning.py's procedure
+within "kernel_budget" candidates; the best is reported.  The winners go to best.json in the
 output directory (copy it to harness/libception/bench/best.json to make
 the demo use them).
 
@@ -25,7 +26,8 @@ import datetime
 import json
 import os
 
-from . import common
+from . import common, tuning
+from .tune import tune_config
 
 CANDIDATES = {
     "nginx": [{}, {"workers": 8}, {"aio": "threads"}, {"aio": "threads", "workers": 8},
@@ -35,7 +37,29 @@ CANDIDATES = {
                {"mmap": False}],
     "lighttpd": [{}, {"max_worker": 2}, {"max_worker": 8}, {"network_backend": "writev"}],
 }
-KERNEL_READ_AHEAD_KB = [1024, 2048]
+
+
+def kernel_row(rig, base, server, mode, tun, s, v):
+    """Kernel tuning on top of `mode` with the vanilla winner's tunables:
+    the one tuning procedure (bench/tuning.py) over the disk's kernel
+    knobs, with the scenario's budget; the row is the best candidate."""
+    dims = tuning.KERNEL_GRID[s["disk"]]
+    start = {k: tuning.KERNEL_START[k] for k, _ in dims}
+
+    def make_cfg(p):
+        cfg = {**base, "server": server, "mode": mode, "tunables": tun, **p}
+        if mode == "libception":
+            cfg["prefetch"] = s["prefetch"]
+        return cfg
+    search = dict(s["search"], start=v or s["search"]["start"])
+    out = tune_config(rig, make_cfg, dims, start, s["kernel_budget"], search,
+                      {"server": server, "config": f"{mode} kernel", "tunables": tun},
+                      f"{server}-{mode}-kernel")
+    label = "kernel tuning" if mode == "vanilla" else "libception + kernel"
+    knobs = " ".join(f"{k}={x}" for k, x in out["best"].items())
+    point = {"server": server, "config": f"{mode} kernel", "tunables": tun,
+             "candidate": out["best"]}
+    return common.row(f"{server} {label} {knobs}", rig.results.get(point) or {}, v)
 
 
 def settings(quick):
@@ -43,7 +67,8 @@ def settings(quick):
             "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red",
             "servers": ["nginx", "apache", "lighttpd"],
             "candidates": {k: (v[:2] if quick else v) for k, v in CANDIDATES.items()},
-            "kernel_read_ahead_kb": KERNEL_READ_AHEAD_KB[:1] if quick else KERNEL_READ_AHEAD_KB,
+            # candidates the kernel rows' tuning may try (0: no kernel rows)
+            "disk": "fuse", "kernel_budget": 2 if quick else tuning.BUDGET,
             "prefetch": "2M", "screen_factor": 1.15,
             "search": common.search_settings(quick, start=2 if quick else 6)}
 
@@ -51,7 +76,7 @@ def settings(quick):
 def steps(s):
     n = len(s["servers"])
     return n * (6 + sum(len(v) for v in s["candidates"].values()) // n
-                + 4 * (2 + len(s["kernel_read_ahead_kb"])))
+                + 4 * (2 + 2 * s["kernel_budget"]))
 
 
 def _screen(rig, base, server, s, rate):
@@ -98,21 +123,8 @@ def run(rig, s):
                           dict(s["search"], start=v or s["search"]["start"]),
                           {"server": server, "config": "libception", "tunables": tun})
         rows.append(common.row(f"{server} libception", lc, v))
-        for mode in ("vanilla", "libception") if s["kernel_read_ahead_kb"] else ():
-            kernel = []
-            for ra in s["kernel_read_ahead_kb"]:
-                cfg = {**base, "server": server, "mode": mode, "tunables": tun,
-                       "read_ahead_kb": ra}
-                if mode == "libception":
-                    cfg["prefetch"] = s["prefetch"]
-                o = rig.max_rate(cfg, f"{server}-{mode}-ra{ra}",
-                                 dict(s["search"], start=v or s["search"]["start"]),
-                                 {"server": server, "config": mode, "tunables": tun,
-                                  "read_ahead_kb": ra})
-                kernel.append((o.get("answer") or 0, ra, o))
-            _, ra, o = max(kernel, key=lambda k: k[:2])
-            label = "kernel tuning" if mode == "vanilla" else "libception + kernel"
-            rows.append(common.row(f"{server} {label} ra={ra}", o, v))
+        for mode in ("vanilla", "libception") if s["kernel_budget"] else ():
+            rows.append(kernel_row(rig, base, server, mode, tun, s, v))
     with open(os.path.join(rig.out, "best.json"), "w", encoding="utf-8") as f:
         json.dump(best, f, indent=1)
     common.print_table(rows, rig.log_plain)

@@ -1,0 +1,179 @@
+"""Compare: vanilla, kernel tuning and libception in balanced rounds (A B B A) at one commit; ratios with 95% intervals, targets met or not.
+
+Each round measures every configuration's maximum failure-free rate once
+(every seed at every probed rate), in the order stats.balanced_order
+gives (A B, B A, ... for two; a rotating Williams order for three).  The
+configurations are the best of `bench tune` (settings "tuned": its
+tuned.json); without one, vanilla takes bench/best.json's tunables and
+the others their start points, and the output says they are untuned.
+Every round that ran is printed and recorded; a round with a recorded
+disturbance (a probe marked with one) is re-run once, both are printed,
+and only the re-run enters the intervals.  The ratios are the geometric
+means of the per-round ratios with a two-stage bootstrap interval
+(bench/stats.py); a target is met only when the lower end clears it.
+"""
+import json
+import math
+
+from . import common, stats, tuning
+from .tune import base_config
+
+TARGETS = [{"num": "libception", "den": "vanilla", "at_least": 2.0},
+           {"num": "libception", "den": "kernel", "at_least": 1.1}]
+PROBES = 6   # a search's probes per seed, as steps() counts them
+
+
+def settings(quick):
+    seeds = 2 if quick else 3
+    return {"library": {"preset": "sd", "count": 60 if quick else common.FULL_VIDEOS, "seed": 1},
+            "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red", "disk": "fuse",
+            "server": "nginx", "kinds": list(tuning.KINDS),
+            # a `bench tune` tuned.json; None: untuned (see above)
+            "tuned": None,
+            "rounds": 2 if quick else 4, "seeds": seeds,
+            # disturbed rounds re-run, at most this many in all
+            "reruns": 2,
+            "targets": TARGETS, "resamples": stats.RESAMPLES,
+            "search": common.search_settings(quick, start=2 if quick else 6)}
+
+
+def steps(s):
+    return s["rounds"] * len(s["kinds"]) * PROBES * s["seeds"]
+
+
+def configurations(s):
+    """[(label, kind, point, start rate)]: the tuned winners, or the
+    untuned fallback (and a note saying which)."""
+    server = s["server"]
+    tuned = {}
+    if s["tuned"]:
+        with open(s["tuned"], encoding="utf-8") as f:
+            tuned = json.load(f).get(server, {})
+    if tuned.get("vanilla"):
+        vanilla = tuned["vanilla"]["point"]
+        note = f"tuned ({s['tuned']})"
+    else:
+        tunables, source = common.best_tunables(server)
+        vanilla = {**tuning.start_point(server, "vanilla"),
+                   **{k: v for k, v in tunables.items() if k in dict(tuning.SERVER_GRID[server])}}
+        note = f"UNTUNED: vanilla from {source}; run `libception bench tune` first"
+    out = []
+    for kind in s["kinds"]:
+        entry = tuned.get(kind) or {}
+        point = entry.get("point") or (vanilla if kind == "vanilla" else
+                                       tuning.start_point(server, kind, vanilla, s["disk"]))
+        out.append((kind, kind, point, entry.get("answer")))
+    return out, note
+
+
+def disturbance(outcome):
+    """The first disturbance a probe of this search kept: other load above
+    the threshold even in the probe's own re-run (probe.py re-runs a
+    disturbed probe once; the kept record's `other_cpu` says whether its
+    second run was disturbed too)."""
+    for p in outcome.get("probes") or []:
+        if p.get("superseded"):
+            continue
+        oc = p.get("other_cpu") or {}
+        if oc.get("disturbed"):
+            return f"other load {oc.get('cores', 0):.2f} cores at {p['rate']:g}/s seed {p['seed']}"
+        if p.get("disturbance"):
+            return str(p["disturbance"])
+    return None
+
+
+def run(rig, s):
+    base = base_config(rig, s)
+    configs, note = configurations(s)
+    labels = [c[0] for c in configs]
+    rig.log(f"compare: {s['server']}: {note}")
+    if s["seeds"] < 3 and not s.get("quick"):
+        rig.log(f"compare: warning: {s['seeds']} seeds, fewer than the pass rule's 3")
+    # every seed at every rate: the bootstrap needs each (rate, seed) verdict
+    search = dict(s["search"], seeds=s["seeds"], all_seeds=True)
+    rounds = []   # {"n", "order", "outcomes", "disturbance", "rerun_of"}
+    slot, reruns, pending = 0, 0, None
+    while sum(1 for r in rounds if not r["disturbance"]) < s["rounds"]:
+        n = len(rounds) + 1
+        order = pending["order"] if pending else \
+            [configs[i] for i in stats.balanced_order(len(configs), slot)]
+        outcomes = {}
+        for label, kind, point, start in order:
+            cfg = tuning.configure(base, s["server"], kind, point)
+            outcomes[label] = rig.max_rate(
+                cfg, f"r{n}-{label}", dict(search, start=start or search["start"]),
+                {"part": "round", "round": n, "config": label})
+        why = next((d for d in (disturbance(outcomes[lab]) for lab in labels) if d), None)
+        rounds.append({"n": n, "order": [c[0] for c in order], "outcomes": outcomes,
+                       "disturbance": why, "rerun_of": pending["n"] if pending else None})
+        if why and reruns < s["reruns"]:
+            reruns += 1
+            pending = {"n": n, "order": order}
+        else:
+            if why:   # out of re-runs: it counts, and says so
+                rounds[-1]["disturbance"] = None
+                rounds[-1]["kept_despite"] = why
+            pending = None
+            slot += 1
+    summary = summarize(rounds, labels, s)
+    rig.results.add({"part": "summary"}, note=note, **summary)
+    for line in report(summary, s):
+        rig.log_plain(f"libception bench: {line}")
+    return 0
+
+
+def summarize(rounds, labels, s):
+    """Per round answers and ratios, and each target's interval (plain
+    data, as recorded)."""
+    max_fail = s["search"].get("max_fail", 0.3)
+    data = [{lab: stats.verdicts_from_probes(r["outcomes"][lab].get("probes") or [], max_fail)
+             for lab in labels} for r in rounds]
+    table = stats.round_table(data, labels)
+    for row, r in zip(table, rounds):
+        row.update(order=r["order"], disturbance=r["disturbance"], rerun_of=r["rerun_of"],
+                   kept_despite=r.get("kept_despite"))
+        row["capped"] = [lab for lab in labels
+                         if r["outcomes"][lab].get("answer") is not None
+                         and r["outcomes"][lab].get("failed_above") is None]
+    used = [d for d, r in zip(data, rounds) if not r["disturbance"]]
+    ratios = []
+    for t in s["targets"]:
+        if t["num"] not in labels or t["den"] not in labels:
+            continue
+        iv = stats.ratio_interval(used, t["num"], t["den"], resamples=s["resamples"])
+        ratios.append({**t, **iv, "met": stats.target_met(iv, t["at_least"])})
+    commits = sorted({str(r["outcomes"][lab].get("git_commit")) for r in rounds for lab in labels})
+    return {"rounds": table, "ratios": ratios, "seeds": s["seeds"],
+            "rounds_used": len(used), "commits": commits}
+
+
+def _rate(x):
+    return "-" if x is None else f"{x:g}"
+
+
+def report(summary, s):
+    commits = summary["commits"]
+    lines = [f"at commit {commits[0]}" if len(commits) == 1 else
+             f"WARNING: the rounds ran at {len(commits)} commits ({', '.join(commits)}): "
+             "not one comparison"]
+    for row in summary["rounds"]:
+        answers = ", ".join(f"{lab} {_rate(row['answers'].get(lab))}"
+                            + ("(capped)" if lab in row["capped"] else "")
+                            for lab in row["order"])
+        mark = ""
+        if row["disturbance"]:
+            mark = f"  DISTURBED ({row['disturbance']}): re-run, not in the intervals"
+        elif row["rerun_of"]:
+            mark = f"  re-run of round {row['rerun_of']}"
+        if row.get("kept_despite"):
+            mark += f"  disturbed ({row['kept_despite']}), no re-run left: counted"
+        lines.append(f"round {row['round']}: {answers} sessions/s{mark}")
+    for r in summary["ratios"]:
+        low, high = (f"{x:.2f}" if not math.isnan(x) else "-" for x in (r["low"], r["high"]))
+        verdict = "met" if r["met"] else "NOT met"
+        lines.append(f"{r['num']} / {r['den']}: {r['ratio']:.2f} (95% interval {low}-{high}, "
+                     f"{summary['rounds_used']} rounds x {summary['seeds']} seeds; per round "
+                     + " ".join("-" if x["ratio"] is None else f"{x['ratio']:.2f}"
+                                for x in r["rounds"])
+                     + f"): target >= {r['at_least']:g} {verdict} (lower end {low})")
+    return lines

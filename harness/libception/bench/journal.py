@@ -1,0 +1,78 @@
+"""Every probe of a run, persisted the moment it ends: DIR/probes.jsonl.gz,
+one JSON line per probe, each appended as its own gzip member (a run
+killed mid-write loses at most the line being written; the reader stops
+at a truncated member).  `--resume` looks probes up here by (point, rate,
+seed) and does not run them again (docs/benchmark.md, "Results files")."""
+import datetime
+import gzip
+import json
+import os
+import zlib
+
+NAME = "probes.jsonl.gz"
+
+
+def _key(point, rate, seed):
+    return json.dumps([point, round(float(rate), 6), int(seed)], sort_keys=True)
+
+
+def _read(path):
+    """(entries in order, whether the file ended cleanly)."""
+    out = []
+    if not os.path.exists(path):
+        return out, True
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                if not line.endswith("\n"):
+                    return out, False
+                out.append(json.loads(line))
+    except (EOFError, gzip.BadGzipFile, zlib.error, ValueError):
+        return out, False
+    return out, True
+
+
+def read(path):
+    """The journal's entries, in order (a truncated last member ends it)."""
+    return _read(path)[0]
+
+
+def _rewrite(path, entries):
+    """Replace a journal whose last member was cut off by its whole entries,
+    so that what a resumed run appends stays readable."""
+    tmp = path + ".tmp"
+    with gzip.open(tmp, "wt", encoding="utf-8") as f:
+        for e in entries:
+            f.write(json.dumps(e, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+class Journal:
+    def __init__(self, directory, commit):
+        self.path = os.path.join(directory, NAME)
+        self.commit = commit
+        self.done = {}
+        entries, clean = _read(self.path)
+        if not clean:
+            _rewrite(self.path, entries)
+        for e in entries:
+            if not e.get("superseded"):
+                self.done[_key(e["point"], e["rate"], e["seed"])] = e["probe"]
+
+    def find(self, point, rate, seed):
+        """The kept probe of (point, rate, seed) from an earlier run, or None."""
+        return self.done.get(_key(point, rate, seed))
+
+    def add(self, point, tag, probe, attempt=1, superseded=False):
+        entry = {"point": point, "tag": tag, "rate": probe["rate"], "seed": probe["seed"],
+                 "attempt": attempt, "superseded": superseded, "probe": probe,
+                 "git_commit": self.commit,
+                 "measured_at": datetime.datetime.now(datetime.timezone.utc)
+                 .isoformat(timespec="seconds")}
+        data = gzip.compress((json.dumps(entry, default=str) + "\n").encode())
+        with open(self.path, "ab") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if not superseded:
+            self.done[_key(point, probe["rate"], probe["seed"])] = probe

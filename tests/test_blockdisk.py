@@ -1,0 +1,263 @@
+"""The block disk end to end: hddsim --disk -> loop device (direct I/O) ->
+ext4 (or xfs) read-only.  Every byte read through the file system is the video's; the reads
+land on the platter where FIEMAP says the file lies; page cache stays in
+the reader's cgroup and out of the host's cache of the platter file;
+teardown, `libception cleanup` after SIGKILL, and two stacks at once."""
+import filecmp
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import ROOT, bin_path
+from fixtures_common import http_get
+from fixtures_hddsim import expected_files, write_library
+from fixtures_vidload import materialize
+from libception import blockdisk, cgroup, cleanup, hddsim, loopdev
+from libception.bench.rig import Rig
+
+MiB = 1 << 20
+VIDEOS = [(f"sd/v{i:05d}.mp4", 300_000 + i * 91_111, 419430, 0) for i in range(24)] + \
+         [(f"hd/c{i:05d}.mp4", 6 * MiB + 777, 2097150, MiB // 2) for i in range(2)] + \
+         [(f"hd/d{i:05d}.mp4", 5 * MiB + 4096, 2097150, 2 * MiB) for i in range(2)]
+BIG = [("hd/big.mp4", 130 * MiB + 5, 2097150, 0)]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """Library files, their materialized copies, and an image cache of
+    this module's own."""
+    d = tmp_path_factory.mktemp("blockdisk")
+    os.environ["LIBCEPTION_DISK_CACHE"] = str(d / "cache")
+    lib = write_library(d / "lib.lcvl", VIDEOS)
+    materialize(lib, d / "copy")
+    yield {"dir": d, "lib": lib, "copy": d / "copy",
+           "big": write_library(d / "big.lcvl", VIDEOS[:2] + BIG)}
+    os.environ.pop("LIBCEPTION_DISK_CACHE", None)
+
+
+@pytest.fixture
+def stack(tmp_path):
+    """Factory: stack(library, **BlockDisk options) -> a mounted BlockDisk,
+    torn down after the test whatever happens."""
+    made = []
+
+    def make(library, name="disk", **kw):
+        d = blockdisk.BlockDisk(tmp_path / name, "wd-red", library, **kw)
+        made.append(d)
+        return d
+
+    yield make
+    for d in reversed(made):
+        d.unmount()
+
+
+def mounted(path):
+    return hddsim.is_mounted(str(path))
+
+
+@pytest.mark.parametrize("fs", ["ext4", "xfs"])
+def test_every_byte_through_the_file_system(env, stack, fs):
+    d = stack(env["lib"], fs=fs)
+    assert loopdev.direct_io(d.dev)
+    files = expected_files(VIDEOS)
+    for path, (_, _, size) in files.items():
+        assert os.path.getsize(os.path.join(d.path, path)) == size
+        assert filecmp.cmp(os.path.join(d.path, path), env["copy"] / path, shallow=False), path
+    assert d.stats()["bytes"] >= sum(size for _, (_, _, size) in files.items())
+
+
+def fiemap(path):
+    """[(physical byte offset, length)] of a file's extents (filefrag -v)."""
+    out = subprocess.run(["filefrag", "-v", "-b4096", path], check=True,
+                         capture_output=True, text=True).stdout
+    return [(int(p) * 4096, (int(le) - int(ls) + 1) * 4096) for ls, le, p in
+            re.findall(r"^\s*\d+:\s+(\d+)\.\.\s*(\d+):\s+(\d+)\.\.", out, re.M)]
+
+
+def test_reads_land_where_fiemap_says(env, stack, tmp_path):
+    trace = tmp_path / "trace.txt"
+    d = stack(env["lib"], trace=str(trace))
+    name = "sd/v00017.mp4"
+    path = os.path.join(d.path, name)
+    extents, size = fiemap(path), os.path.getsize(path)
+    with open(path, "rb") as f:
+        f.read()
+    d.unmount()   # hddsim writes out its trace
+    rows = [line.split() for line in trace.read_text().splitlines() if not line.startswith("#")]
+    reads = [(int(r[1]), int(r[2])) for r in rows]
+    inside = [(pos, n) for pos, n in reads
+              if any(p <= pos and pos + n <= p + le for p, le in extents)]
+    # The file's bytes came from its extents, all of them, starting at the first.
+    assert sum(n for _, n in inside) >= size
+    assert min(pos for pos, _ in inside) == extents[0][0]
+    straddling = [(pos, n) for pos, n in reads if (pos, n) not in inside and
+                  any(pos < p + le and p < pos + n for p, le in extents)]
+    assert not straddling
+
+
+def cached_bytes(path):
+    """Bytes of `path` in the host's page cache (fincore)."""
+    out = subprocess.run(["fincore", "-nb", "-o", "RES", path], check=True,
+                         capture_output=True, text=True).stdout
+    return int(out.split()[0])
+
+
+def read_in_group(group, path):
+    subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=1M", "status=none"],
+                   preexec_fn=group.preexec, check=True)
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_memory_stays_in_the_group_and_off_the_platter_file(env, stack, direct):
+    limit = 32 * MiB
+    d = stack(env["big"], direct=direct)
+    platter = os.path.join(d.hddsim.path, "disk")
+    video = os.path.join(d.path, BIG[0][0])
+    assert os.path.getsize(video) >= 4 * limit
+    with cgroup.MemoryGroup(f"test-blockdisk-{os.getpid()}", limit) as g:
+        read_in_group(g, video)
+        assert g.max_usage() <= limit
+        assert g.stat()["total_cache" if "total_cache" in g.stat() else "cache"] > 0
+    if direct:   # the loop device reads the platter file with O_DIRECT: no copy
+        assert cached_bytes(platter) < MiB
+    else:        # the control: without direct I/O the platter file's pages pile up
+        assert cached_bytes(platter) >= 16 * MiB
+
+
+OWNER = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {harness!r})
+    from libception import blockdisk, cleanup
+    with cleanup.Cleanup(prog="owner") as c:
+        d = blockdisk.BlockDisk({where!r}, "wd-red", {lib!r})
+        c.push("block disk", d.unmount)
+        print(d.dev, d.path, d.hddsim.path, d.hddsim.pid, d.record.path, flush=True)
+        time.sleep(600)
+""")
+
+
+def start_owner(env, where):
+    code = OWNER.format(harness=os.path.join(ROOT, "harness"), where=str(where),
+                        lib=str(env["lib"]))
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    dev, fs, hpath, hpid, state = p.stdout.readline().split()
+    return p, dev, fs, hpath, int(hpid), state
+
+
+def assert_gone(dev, fs, hpath, hpid, state):
+    assert not mounted(fs) and not mounted(hpath)
+    assert loopdev.backing_file(dev) is None
+    assert not os.path.exists(state)
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{hpid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{hpid}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_owner_signalled_tears_down(env, tmp_path, sig):
+    p, *pieces = start_owner(env, tmp_path / "owner")
+    try:
+        p.send_signal(sig)
+        p.wait(30)
+        assert_gone(*pieces)
+    finally:
+        p.kill()
+        cleanup.remove_leftovers(log=lambda m: None)
+
+
+def test_cleanup_after_sigkill(env, tmp_path):
+    p, dev, fs, hpath, hpid, state = start_owner(env, tmp_path / "killed")
+    try:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        # Nothing unwound: the stack is still up.
+        assert mounted(fs) and mounted(hpath) and loopdev.backing_file(dev)
+        r = subprocess.run([bin_path("libception"), "cleanup"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert_gone(dev, fs, hpath, hpid, state)
+    finally:
+        cleanup.remove_leftovers(log=lambda m: None)
+
+
+def test_two_stacks_keep_their_own_devices(env, stack):
+    a = stack(env["lib"], name="a")
+    b = stack(env["lib"], name="b")
+    assert a.dev != b.dev
+    # Both owners are alive (this process): cleanup leaves both alone.
+    subprocess.run([bin_path("libception"), "cleanup"], check=True, capture_output=True)
+    assert loopdev.backing_file(a.dev) and loopdev.backing_file(b.dev)
+    name = VIDEOS[5][0]
+    a.unmount()
+    assert loopdev.backing_file(b.dev) == os.path.join(b.hddsim.path, "disk")
+    assert filecmp.cmp(os.path.join(b.path, name), env["copy"] / name, shallow=False)
+
+
+def test_queue_knobs_recorded_as_the_kernel_took_them(env, stack):
+    d = stack(env["lib"], queue={"scheduler": "mq-deadline", "max_sectors_kb": 4096,
+                                 "nr_requests": 64})
+    assert d.queue["scheduler"] == "mq-deadline"
+    assert d.queue["nr_requests"] == 64
+    # Above the loop device's hardware limit the kernel takes its limit.
+    assert d.queue["max_sectors_kb"] == d.queue["max_hw_sectors_kb"] <= 4096
+    d.read_ahead_kb = 1024
+    assert d.read_ahead_kb == 1024 and d.queue["read_ahead_kb"] == 1024
+    with pytest.raises(loopdev.LoopError, match="one of"):
+        loopdev.set_queue(d.dev, {"scheduler": "no-such-elevator"})
+
+
+def test_rig_serves_nginx_from_the_block_disk(env, scratch, harness_port):
+    """A benchmark configuration on the block disk: nginx in its cgroup
+    serves the videos from ext4, the queue as configured."""
+    with cleanup.Cleanup() as c:
+        rig = Rig("t", str(scratch / "out"), c, None, None, port=harness_port)
+        rig.disk = {"disk": "block", "scheduler": "mq-deadline", "read_ahead_kb": 256}
+        cfg = rig.with_disk({"server": "nginx", "library": str(env["lib"]), "drive": "wd-red",
+                             "memory_limit": 64 * MiB, "read_ahead_kb": 512})
+        assert cfg["disk"] == "block" and cfg["read_ahead_kb"] == 512
+        h = rig.setup(cfg, "blk")
+        assert h.disk_queue[0]["scheduler"] == "mq-deadline"
+        assert h.mount.read_ahead_kb == 512
+        for name in (VIDEOS[3][0], "hd/c00001.mp4/000011"):
+            status, body = http_get(harness_port, "/" + name)
+            assert status == 200 and body == (env["copy"] / name).read_bytes(), name
+        assert rig.snapshot(h)["disk"]["bytes"] > 0
+        rig.teardown(h)
+        assert not mounted(h.mount.path)
+
+
+def bench(out, *sets):
+    cmd = [bin_path("libception"), "bench", "chunking", "--quick", "--only", "wc-unchunked",
+           "--out", str(out)]
+    for s in sets:
+        cmd += ["--set", s]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+def test_bench_on_the_block_disk_records_it(env, tmp_path):
+    r = bench(tmp_path / "out", "disk=block", "scheduler=bfq", "read_ahead_kb=1024")
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = json.loads((tmp_path / "out" / "chunking.json").read_text())
+    assert res["settings"]["disk"] == "block" and res["settings"]["scheduler"] == "bfq"
+    runs = [x for x in res["runs"] if x["point"].get("part") == "wc"]
+    assert runs and all(x["config"] == {"disk": "block", "fs": "ext4", "scheduler": "bfq",
+                                        "read_ahead_kb": 1024} for x in runs)
+    assert all(x["mb_per_s"] > 0 for x in runs)
+
+
+@pytest.mark.parametrize("sets, message", [
+    (["disk=floppy"], "disk 'floppy'"),
+    (["scheduler=bfq"], "only with disk=block"),
+    (["disk=block", "max_sectors_kb=-4"], "positive whole number"),
+    (["disk=block", "fs=ntfs"], "fs 'ntfs'"),
+])
+def test_bench_refuses_bad_disk_settings(tmp_path, sets, message):
+    r = bench(tmp_path / "out", *sets)
+    assert r.returncode == 2 and message in r.stderr, r.stderr

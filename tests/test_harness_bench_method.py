@@ -1,0 +1,248 @@
+"""The benchmark's method (issue 24): the steady-state verdict on recorded
+series, disk time and queue wait from counter snapshots, the other-load
+CPU meter, the probe journal and the run summary, and a real resumed run
+(killed after its first persisted probe, resumed without redoing it;
+refused at another commit)."""
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import bin_path
+from libception import results, summary
+from libception.bench import common, cpumeter, demo, disktime, journal, probe, steady
+
+LIBCEPTION = bin_path("libception")
+T = [5.0 * i for i in range(81)]          # 200 s of warm-up + 200 s judged, every 5 s
+LIMIT = 8 << 30
+
+
+def ramp_then_flat(level):
+    """Active sessions rising through the warm-up, level afterwards (with
+    Poisson-like wobble)."""
+    return [round(min(t, 160) / 160 * level) + (7 if i % 3 == 0 else -5)
+            for i, t in enumerate(T)]
+
+
+def test_steady_when_sessions_level_off_and_memory_fills():
+    usage = [min(LIMIT, int(LIMIT * t / 150)) for t in T]
+    v = steady.verdict(T, ramp_then_flat(3100), 200, usage, LIMIT)
+    assert v["steady"] and v["sessions_levelled"] and v["memory_full"], v
+    assert abs(v["active_growth"]) < 0.02 and v["memory_peak_share"] == 1.0
+    assert v["reasons"] == []
+
+
+def test_still_rising_is_marked_not_steady():
+    # The issue's transient probes: a cold 100 s probe at 38% of steady state.
+    rising = [round(t * 7.7) for t in T]
+    usage = [LIMIT] * len(T)
+    v = steady.verdict(T, rising, 200, usage, LIMIT)
+    assert not v["steady"] and v["sessions_levelled"] is False and v["memory_full"]
+    assert v["active_growth"] > 0.3
+    assert any("rising" in r for r in v["reasons"])
+
+
+def test_memory_never_reaching_the_limit_is_marked():
+    # 2.5 GiB of 8.1: the limit never binds (the issue's nginx vanilla).
+    usage = [min(int(2.5 * 2**30), int(t * 2**25)) for t in T]
+    v = steady.verdict(T, ramp_then_flat(3100), 200, usage, LIMIT)
+    assert not v["steady"] and v["sessions_levelled"] and v["memory_full"] is False
+    assert 0.25 < v["memory_peak_share"] < 0.35
+    assert any("never reached its limit" in r for r in v["reasons"])
+
+
+def test_too_short_a_window_cannot_be_called_steady():
+    v = steady.verdict([0, 5, 10], [0, 10, 11], 5, [LIMIT] * 3, LIMIT)
+    assert not v["steady"] and v["sessions_levelled"] is None
+    assert "too short" in v["reasons"][0]
+
+
+def test_full_probes_warm_up_a_mean_session_and_the_demo_stays_bounded():
+    full = common.search_settings(False, start=6)
+    assert full["warmup_s"] >= 200 and full["duration"] >= 200 and full["seeds"] >= 3
+    # The paper's experiment: 14,400 judged sessions, however long they take.
+    assert probe.judged_seconds({**full, "judged_sessions": 14400}, 20.0) == 720.0
+    assert probe.judged_seconds(full, 20.0) == full["duration"]
+    d = demo.settings(False)
+    assert d["method"] == "indicative" and d["search"]["seeds"] == 1
+    rates = demo.steps(d)
+    assert rates == 2 * d["search"]["max_probes"]
+    assert rates * common.probe_seconds(d["search"]) <= 30 * 60
+
+
+def test_disk_time_splits_busy_time_and_sizes():
+    before = {"bytes": 0, "reads": 10, "busy_s": 1.0, "position_s": 0.6, "transfer_s": 0.3,
+              "overhead_s": 0.1, "commands": 9, "commands_4k": 2, "commands_under_128k": 4,
+              "commands_under_1m": 6, "commands_over_1m": 1}
+    after = {"bytes": 200e6, "reads": 130, "busy_s": 9.0, "position_s": 3.6, "transfer_s": 4.3,
+             "overhead_s": 1.1, "commands": 109, "commands_4k": 12, "commands_under_128k": 24,
+             "commands_under_1m": 56, "commands_over_1m": 11}
+    d = disktime.disk_time(disktime.summed([before]), disktime.summed([after]), 10.0)
+    assert d["busy_s"] == 8.0 and d["position_s"] == 3.0 and d["transfer_s"] == 4.0
+    assert d["transfer_share"] == 0.5 and d["busy_share"] == 0.8 and d["mb_per_s"] == 20.0
+    assert d["reads"] == 120
+    assert d["commands"] == {"<=4K": 10, "4K-128K": 10, "128K-1M": 30, "1M": 40, ">1M": 10}
+    assert sum(d["commands"].values()) == 100
+
+
+def test_queue_wait_quantiles_of_the_interval_only():
+    def stats(buckets):
+        return {"devices": [{"wait_us": {"count": sum(c for _, c in buckets),
+                                         "buckets": buckets}}]}
+    # Before the probe: 1,000 long waits; during it: 98 of 1 ms, 2 of 100 ms.
+    before = stats([[1023.0, 5], [524287.0, 1000]])
+    after = stats([[1023.0, 103], [102399.0, 2], [524287.0, 1000]])
+    w = disktime.queue_wait(before, after)
+    assert w == {"count": 100, "p50": 1.023, "p99": 102.399, "max": 102.399}
+    assert disktime.queue_wait(None, after) is None
+    assert disktime.queue_wait(after, after)["count"] == 0
+
+
+def test_cpu_meter_counts_a_busy_loop_as_other_unless_it_is_ours():
+    loop = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        not_ours = lambda procs: {os.getpid()}                      # noqa: E731
+        ours = lambda procs: cpumeter.descendants(os.getpid(), procs)  # noqa: E731
+        with cpumeter.CpuMeter(not_ours, interval=0.2) as a, \
+                cpumeter.CpuMeter(ours, interval=0.2) as b:
+            cpu0 = cpumeter.process_cpu()[loop.pid][1]
+            time.sleep(1.5)
+            cpu1 = cpumeter.process_cpu()[loop.pid][1]
+    finally:
+        loop.kill()
+        loop.wait()
+    spent = cpu1 - cpu0
+    assert spent > 0
+    # The same machine, the same seconds: the difference is the loop's CPU.
+    diff = a.result()["cpu_s"] - b.result()["cpu_s"]
+    assert abs(diff - spent) <= 0.15 + 0.3 * spent, (diff, spent)
+
+
+def _probe(rate, seed, ok=True):
+    return {"rate": rate, "seed": seed, "pass": ok, "failed_pct": 0.0 if ok else 2.5,
+            "started": 100, "mb_per_s": 40.0, "max_active": 300,
+            "disk_time": {"mb_per_s": 55.5, "transfer_share": 0.4, "busy_share": 0.9},
+            "queue_wait_ms": {"count": 9, "p50": 1.0, "p99": 7.5, "max": 8.0},
+            "steady": {"steady": ok}, "other_cpu": {"cores": 0.1}, "cgroup_limit": LIMIT}
+
+
+def test_journal_survives_a_cut_last_line_and_finds_probes(tmp_path):
+    j = journal.Journal(str(tmp_path), "abc")
+    point = {"config": "nginx vanilla"}
+    j.add(point, "vanilla", _probe(4.0, 1), attempt=1, superseded=True)
+    j.add(point, "vanilla", _probe(4.0, 1))
+    j.add(point, "vanilla", _probe(8.0, 1, ok=False))
+    path = tmp_path / journal.NAME
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-25])         # killed mid-write
+    again = journal.Journal(str(tmp_path), "abc")
+    assert again.find(point, 4, 1)["pass"] and again.find(point, 8, 1) is None
+    again.add(point, "vanilla", _probe(6.0, 1))
+    entries = journal.read(str(path))     # what was appended after the cut is readable
+    assert [(e["rate"], e["superseded"]) for e in entries] == \
+        [(4.0, True), (4.0, False), (6.0, False)]
+    assert entries[0]["git_commit"] == "abc" and entries[0]["measured_at"]
+
+
+def test_summary_round_trip(tmp_path):
+    res = results.Results(str(tmp_path / "demo.json"), "demo",
+                          settings={"drive": "wd-red", "library": {"count": 60},
+                                    "search": {"seeds": 3}, "method": "steady"})
+    res.data["command"] = ["libception", "bench", "demo"]
+    j = journal.Journal(str(tmp_path), res.commit)
+    van, lc = {"config": "nginx vanilla"}, {"config": "nginx libception"}
+    at4 = [_probe(4.0, s) for s in (1, 2, 3)]
+    for r in at4 + [_probe(8.0, 1, ok=False)]:
+        j.add(van, "vanilla", r)
+    rerun = {**_probe(6.0, 1), "rerun": {"why": "other load"}}
+    j.add(lc, "libception", {**rerun, "rerun": None}, superseded=True)
+    j.add(lc, "libception", rerun)
+    res.add(van, config={"server": "nginx", "mode": "vanilla"}, answer=4.0, failed_above=8.0,
+            at_answer=at4[-1], probes=[])
+    s = summary.summarize(results.load(res.path), journal.read(j.path))
+    text = json.dumps(s)
+    assert len(text) < 4096
+    back = json.loads(text)
+    assert back["schema"] == "libception-bench-summary" and back["version"] == 1
+    m = back["metadata"]
+    assert m["command"] == ["libception", "bench", "demo"] and m["method"] == "steady"
+    assert m["probes"] == 5 and m["reruns"] == 1 and m["not_steady"] == 1
+    assert m["disk"] == {"drive": "wd-red", "library": {"count": 60}, "memory_limit": LIMIT}
+    a_van, a_lc = back["answers"]
+    assert a_van["answer"] == 4.0 and a_van["failed_above"] == 8.0
+    assert a_van["at_answer"]["transfer_share"] == 0.4 and a_van["at_answer"]["busy_share"] == 0.9
+    assert a_lc["point"] == lc and a_lc["unfinished"] and a_lc["answer"] is None
+    rows = summary.probes_of(back)
+    assert [(r["answer"], r["rate"], r["seed"], r["pass"], r["rerun"]) for r in rows] == \
+        [(0, 4.0, 1, True, False), (0, 4.0, 2, True, False), (0, 4.0, 3, True, False),
+         (0, 8.0, 1, False, False), (1, 6.0, 1, True, True)]
+    assert rows[0]["queue_wait_p99_ms"] == 7.5 and rows[0]["disk_mb_per_s"] == 55.5
+    p = subprocess.run([LIBCEPTION, "results", "summarize", str(tmp_path), "-o",
+                        str(tmp_path / "s.json")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "s.json").read_text()) == back
+
+
+def _kept(path):
+    return [(e["point"]["config"], e["rate"], e["seed"])
+            for e in journal.read(str(path)) if not e["superseded"]]
+
+
+def _wait_for(cond, proc, timeout):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+
+
+def test_resumed_run_does_not_redo_a_persisted_probe(scratch, harness_port):
+    out = scratch / "run"
+    cmd = [LIBCEPTION, "bench", "demo", "--quick", "--duration", "3", "--warmup", "1",
+           "--out", str(out), "--port", str(harness_port)]
+    path = out / journal.NAME
+    first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: path.exists() and _kept(path), first, 120)
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=60) == 130
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    done = _kept(path)
+    assert done and done[0] == ("nginx vanilla", 2.0, 1)
+    probe = journal.read(str(path))[0]["probe"]
+    assert probe["warmup_s"] == 1 and probe["timeline"]["active"] and probe["disk_time"]
+    assert "steady" in probe and "cores" in probe["other_cpu"]
+    second = subprocess.Popen(cmd + ["--resume"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: len(_kept(path)) > len(done), second, 120)
+        second.send_signal(signal.SIGTERM)
+        err = second.communicate(timeout=60)[1]
+    finally:
+        if second.poll() is None:
+            second.kill()
+            second.wait()
+    kept = _kept(path)
+    assert kept[:len(done)] == done and len(set(kept)) == len(kept), kept
+    assert "skip vanilla: 2 sessions/s" in err
+
+
+def test_resume_is_refused_at_another_commit(scratch):
+    out = scratch / "old"
+    out.mkdir()
+    old = {"schema": "libception-bench", "version": 1, "scenario": "demo",
+           "git_commit": "0" * 40, "settings": {}, "runs": []}
+    (out / "demo.json").write_text(json.dumps(old))
+    p = subprocess.run([LIBCEPTION, "bench", "demo", "--quick", "--resume", "--out", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert "0" * 40 in p.stderr and "same commit" in p.stderr

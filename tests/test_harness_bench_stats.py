@@ -1,0 +1,356 @@
+"""The benchmark's statistics and tuning procedure (issue 24, items 2 and
+3), on synthetic experiments: the pass rule over seeds, the balanced
+order of rounds, the bootstrap interval's coverage and the target rule;
+tune() on synthetic score surfaces; and every candidate of the tuning
+grid accepted by the real server's own configuration test."""
+import math
+import random
+
+import pytest
+
+from libception import servers
+from libception.bench import search, stats, tuning
+
+
+# --- a synthetic experiment -------------------------------------------------
+
+def simulated_search(threshold, start, seeds, rel=0.1):
+    """bench/search.py's bracketing with every seed run at every rate; a
+    seed passes a rate at or below its threshold."""
+    lo = hi = None
+    probes = []
+    while True:
+        rate = search.next_rate(lo, hi, start, start / 16, start * 16, rel)
+        if rate is None:
+            return probes
+        ok = True
+        for s in seeds:
+            passed = rate <= threshold[s]
+            probes.append({"rate": rate, "seed": s, "pass": passed})
+            ok = ok and passed
+        lo, hi = (rate, hi) if ok else (lo, rate)
+
+
+def experiment(rng, rounds, nseeds, ratio, drift=0.05, inter=0.03, noise=0.08,
+               resamples=1000):
+    """Configuration B is `ratio` times A.  Each round shifts both by a
+    common drift, each configuration by its own round effect, and each
+    seed's failure threshold by workload noise (log-normal)."""
+    seeds = list(range(1, nseeds + 1))
+    rounds_data = []
+    for _ in range(rounds):
+        d = rng.gauss(0, drift)
+        rnd = {}
+        for c, base in (("A", 10.0), ("B", 10.0 * ratio)):
+            e = d + rng.gauss(0, inter)
+            thr = {s: base * math.exp(e + rng.gauss(0, noise)) for s in seeds}
+            rnd[c] = stats.verdicts_from_probes(simulated_search(thr, 6.0, seeds))
+        rounds_data.append(rnd)
+    return stats.ratio_interval(rounds_data, "B", "A", resamples=resamples,
+                                seed=rng.randrange(1 << 30))
+
+
+# --- the pass rule ----------------------------------------------------------
+
+def test_a_rate_passes_only_on_enough_seeds_all_passing():
+    assert stats.rate_verdict({1: True, 2: True, 3: True}) is True
+    assert stats.rate_verdict({1: True, 2: True}) is None          # run another seed
+    assert stats.rate_verdict({1: True, 2: False}) is False        # one failure decides
+    assert stats.rate_verdict({1: True, 2: True}, min_seeds=2) is True
+    assert stats.probe_passed({"failed_pct": 0.3, "errors": {}})
+    assert not stats.probe_passed({"failed_pct": 0.31, "errors": {}})
+    assert not stats.probe_passed({"failed_pct": 0.0, "errors": {"integrity": 1}})
+
+
+def test_the_answer_counts_only_rates_every_drawn_seed_ran_and_passed():
+    v = stats.verdicts_from_probes([
+        {"rate": 6, "seed": 1, "pass": True}, {"rate": 6, "seed": 2, "pass": True},
+        {"rate": 12, "seed": 1, "pass": True}, {"rate": 12, "seed": 2, "pass": False},
+        {"rate": 9, "seed": 1, "pass": True}, {"rate": 9, "seed": 2, "pass": True},
+        {"rate": 10.5, "seed": 1, "pass": False},   # the search stopped: seed 2 not run
+    ])
+    assert stats.answer(v) == 9
+    assert stats.answer(v, {2}) == 9        # 10.5 decides nothing for seed 2
+    assert stats.answer(v, {1}) == 9        # failed 10.5: 12 above it does not count
+    assert stats.answer({6.0: {1: False}}) is None
+    # a disturbed probe run again counts by its last run
+    v = stats.verdicts_from_probes([{"rate": 4, "seed": 1, "pass": False, "superseded": True},
+                                    {"rate": 4, "seed": 1, "pass": True}])
+    assert stats.answer(v) == 4
+
+
+# --- the order of the rounds ------------------------------------------------
+
+def test_two_configurations_run_abba():
+    seq = "".join("AB"[i] for r in range(4) for i in stats.balanced_order(2, r))
+    assert seq == "ABBABAAB"
+
+
+def test_three_configurations_rotate_balanced():
+    rows = [stats.balanced_order(3, r) for r in range(6)]
+    assert all(sorted(r) == [0, 1, 2] for r in rows)
+    for c in range(3):        # every configuration in every position twice
+        assert sorted(r.index(c) for r in rows) == [0, 0, 1, 1, 2, 2]
+    pairs = [(r[i], r[i + 1]) for r in rows for i in range(2)]
+    assert all(pairs.count(p) == 2 for p in set(pairs)) and len(set(pairs)) == 6
+    for k in range(0, 6, 2):  # each pair of rounds cancels a linear drift
+        sums = {c: rows[k].index(c) + rows[k + 1].index(c) for c in range(3)}
+        assert set(sums.values()) == {2}
+
+
+# --- intervals and targets --------------------------------------------------
+
+def test_bootstrap_interval_covers_the_true_ratio_at_four_rounds_by_four_seeds():
+    rng = random.Random(7)
+    runs = 200
+    covered = sum(iv["low"] <= 2.0 <= iv["high"]
+                  for iv in (experiment(rng, 4, 4, 2.0) for _ in range(runs)))
+    # nominal 95%; 200 experiments resolve about +-3%
+    assert 0.85 <= covered / runs <= 0.99, covered
+
+
+def test_interval_narrows_with_more_seeds():
+    def median_width(nseeds):
+        rng = random.Random(3)
+        w = sorted(math.log(iv["high"] / iv["low"]) for iv in
+                   (experiment(rng, 4, nseeds, 2.0, drift=0, inter=0, noise=0.15, resamples=500)
+                    for _ in range(60)))
+        return w[len(w) // 2]
+    assert median_width(8) < 0.85 * median_width(2)
+
+
+def test_a_target_is_met_only_when_the_lower_end_clears_it():
+    assert stats.target_met({"ratio": 2.3, "low": 2.0, "high": 2.6}, 2.0)
+    assert not stats.target_met({"ratio": 2.3, "low": 1.95, "high": 2.6}, 2.0)
+    assert not stats.target_met({"ratio": 2.3, "low": math.nan, "high": 2.6}, 2.0)
+
+
+def test_every_round_is_in_the_table_and_the_ratio_is_paired_by_round():
+    def v(rate):   # passes up to `rate` on seeds 1-3, fails 25% above
+        return {rate: {1: True, 2: True, 3: True}, rate * 1.25: {1: False}}
+    rounds = [{"A": v(8), "B": v(16)}, {"A": v(10), "B": v(20)}, {"A": v(4), "B": None}]
+    table = stats.round_table(rounds, ["A", "B"])
+    assert [r["answers"]["A"] for r in table] == [8, 10, 4]
+    iv = stats.ratio_interval(rounds[:2], "B", "A", resamples=200)
+    assert iv["ratio"] == pytest.approx(2.0) and [r["ratio"] for r in iv["rounds"]] == [2, 2]
+    assert iv["low"] == pytest.approx(2.0) and iv["high"] == pytest.approx(2.0)
+
+
+# --- tune() -----------------------------------------------------------------
+
+def counting(fn):
+    calls = []
+
+    def evaluate(point):
+        calls.append(point)
+        return fn(point)
+    return evaluate, calls
+
+
+def test_tune_finds_the_optimum_of_a_separable_surface_within_the_budget():
+    dims = tuning.grid("nginx", "vanilla")
+    best = {"workers": 8, "aio_threads": 4, "sendfile_max_chunk": 524288}
+
+    def surface(p):   # peaked at `best`, each dimension unimodal on its ladder
+        return 100 - sum(abs(dict(dims)[k].index(p[k]) - dict(dims)[k].index(best[k])) ** 2
+                         for k in best)
+    evaluate, calls = counting(surface)
+    out = tuning.tune(evaluate, dims, tuning.start_point("nginx", "vanilla"), budget=12)
+    assert out["best"] == best and out["score"] == 100
+    assert len(calls) <= 12 and len({str(sorted(c.items())) for c in calls}) == len(calls)
+
+
+def test_tune_stops_a_direction_two_steps_past_its_best_and_walks_plateaus():
+    ladder = list(range(8))
+    scores = [1, 2, 3, 5, 4, 3, 9, 9]       # a better value beyond two worse is not seen
+    evaluate, calls = counting(lambda p: scores[p["x"]])
+    out = tuning.tune(evaluate, [("x", ladder)], {"x": 0}, budget=20)
+    assert out["best"] == {"x": 3} and [c["x"] for c in calls] == [0, 1, 2, 3, 4, 5]
+    scores = [1, 1, 1, 0, 4, 0, 0, 0]        # a tie is not worse: the plateau is crossed
+    evaluate, calls = counting(lambda p: scores[p["x"]])
+    out = tuning.tune(evaluate, [("x", ladder)], {"x": 0}, budget=20)
+    assert out["best"] == {"x": 4} and [c["x"] for c in calls] == [0, 1, 2, 3, 4, 5, 6]
+    # from the middle it walks down when up finds nothing better
+    scores = [9, 5, 4, 3, 2, 1, 0, 0]
+    evaluate, calls = counting(lambda p: scores[p["x"]])
+    out = tuning.tune(evaluate, [("x", ladder)], {"x": 4}, budget=20)
+    assert out["best"] == {"x": 0} and [c["x"] for c in calls] == [4, 5, 6, 3, 2, 1, 0]
+
+
+def test_tune_stops_at_its_budget_and_says_so():
+    evaluate, calls = counting(lambda p: p["x"])
+    out = tuning.tune(evaluate, [("x", list(range(30)))], {"x": 0}, budget=5)
+    assert len(calls) == 5 and out["spent"] and out["best"] == {"x": 4}
+    with pytest.raises(ValueError, match="not on its ladder"):
+        tuning.tune(evaluate, [("x", [1, 2])], {"x": 3})
+
+
+@pytest.mark.parametrize("disk", ["fuse", "block"])
+def test_kernel_tuning_reaches_every_kernel_knob_within_the_budget(disk):
+    """Even when the server's knobs would keep improving, kernel tuning's
+    budget goes to its own knobs first; it starts from vanilla's winner."""
+    vanilla_best = {"workers": 8, "aio_threads": 0, "sendfile_max_chunk": 0}
+    dims = tuning.grid("nginx", "kernel", disk)
+    ladder = dict(dims)
+
+    def surface(p):   # read_ahead_kb best at 2048; more workers always better
+        return (10 - abs(ladder["read_ahead_kb"].index(p["read_ahead_kb"]) - 4)
+                + ladder["workers"].index(p["workers"]))
+    evaluate, calls = counting(surface)
+    start = tuning.start_point("nginx", "kernel", vanilla_best, disk)
+    assert start["workers"] == 8 and start["read_ahead_kb"] == 128
+    out = tuning.tune(evaluate, dims, start, budget=tuning.BUDGET)
+    assert len(calls) <= tuning.BUDGET
+    assert out["best"]["read_ahead_kb"] == 2048
+    for knob, _ in tuning.KERNEL_GRID[disk]:
+        assert len({c[knob] for c in calls}) > 1, knob   # every own knob was moved
+
+
+def test_configure_maps_points_onto_the_rig_configuration():
+    cfg = tuning.configure({"library": "L"}, "nginx", "libception",
+                           {"window": "4M", "parallel": 2, "workers": 8, "aio_threads": 16,
+                            "sendfile_max_chunk": 0})
+    assert cfg["mode"] == "libception" and cfg["prefetch"] == "4M"
+    assert cfg["policy"] == "fixed:4M,parallel=2" and cfg["library"] == "L"
+    assert cfg["tunables"] == {"workers": 8, "aio": "threads", "thread_pool": 16,
+                               "sendfile_max_chunk": 0}
+    cfg = tuning.configure({}, "apache", "kernel", {**tuning.SERVER_START["apache"],
+                                                    "read_ahead_kb": 512, "scheduler": "bfq"})
+    assert cfg["mode"] == "vanilla" and cfg["read_ahead_kb"] == 512 and cfg["scheduler"] == "bfq"
+    assert "read_ahead_kb" not in cfg["tunables"]
+
+
+# --- the grid against the real servers ---------------------------------------
+
+def grid_candidates():
+    for server, dims in tuning.SERVER_GRID.items():
+        for name, values in dims:
+            for v in values:
+                yield server, {**tuning.SERVER_START[server], name: v}
+
+
+def test_every_grid_value_is_accepted_by_the_real_server(scratch):
+    """nginx -t, apache2 -t, lighttpd -tt on the generated configuration
+    of every value of every dimension (the others at their start)."""
+    root = scratch / "docroot"
+    root.mkdir()
+    refused = []
+    for i, (server, point) in enumerate(grid_candidates()):
+        cfg = tuning.configure({}, server, "vanilla", point)
+        s = servers.make_server(server, scratch / f"w{i}", root, 18999, cfg["tunables"])
+        try:
+            s.check()
+        except servers.ServerError as e:
+            refused.append((point, str(e)))
+    assert not refused
+    bad = servers.make_server("nginx", scratch / "bad", root, 18999,
+                              {"output_buffers": "nonsense"})
+    with pytest.raises(servers.ServerError, match="configuration refused"):
+        bad.check()
+
+
+# --- bench compare's rounds, on a rig that answers from thresholds ----------
+
+class ThresholdRig:
+    """Just what compare.run uses of a rig; each configuration passes a
+    rate at or below its threshold (x the seed's factor), and the round
+    listed in `disturbed` records a disturbance in its first probe."""
+
+    def __init__(self, out, thresholds, disturbed=()):
+        self.out, self.work = str(out), str(out)
+        self.thresholds, self.disturbed = thresholds, set(disturbed)
+        self.calls, self.lines, self.recorded = [], [], {}
+        self.results = self
+
+    def get(self, point):
+        return self.recorded.get(str(sorted(point.items())))
+
+    def add(self, point, **values):
+        self.recorded[str(sorted(point.items()))] = values
+
+    def log(self, msg):
+        self.lines.append(msg)
+
+    log_plain = log
+
+    def max_rate(self, cfg, tag, settings, point):
+        label = point["config"]
+        self.calls.append((point["round"], label))
+        probes = []
+        for rate in (2.0, 4.0, 8.0, 16.0, 32.0):
+            for seed in range(1, settings["seeds"] + 1):
+                limit = self.thresholds[label] * (1 + 0.1 * seed)
+                probes.append({"rate": rate, "seed": seed, "pass": rate <= limit})
+        if point["round"] in self.disturbed:
+            probes[0]["disturbance"] = "other processes used 0.9 cores"
+        passed = [p["rate"] for p in probes if p["pass"]]
+        return {"answer": max(passed), "failed_above": 32.0, "probes": probes,
+                "git_commit": "c0ffee"}
+
+
+def test_compare_runs_balanced_rounds_reports_every_one_and_reruns_a_disturbed_one(tmp_path):
+    from libception.bench import compare
+    s = compare.settings(True)
+    s.update(rounds=3, seeds=3, resamples=300)
+    rig = ThresholdRig(tmp_path, {"vanilla": 4, "kernel": 7, "libception": 15}, disturbed={2})
+    assert compare.run(rig, s) == 0
+    rounds = [[lab for r, lab in rig.calls if r == n] for n in range(1, 5)]
+    assert rounds[0] == ["vanilla", "kernel", "libception"]
+    assert rounds[1] == rounds[2] == ["libception", "kernel", "vanilla"]  # the re-run keeps its order
+    assert rounds[3] == ["kernel", "libception", "vanilla"]
+    text = "\n".join(rig.lines)
+    assert "UNTUNED" in text and "at commit c0ffee" in text
+    assert "round 2:" in text and "DISTURBED (other processes used 0.9 cores)" in text
+    assert "round 3:" in text and "re-run of round 2" in text
+    summary = rig.get({"part": "summary"})
+    assert [r["round"] for r in summary["rounds"]] == [1, 2, 3, 4] and summary["rounds_used"] == 3
+    lib_van = summary["ratios"][0]
+    assert (lib_van["num"], lib_van["den"]) == ("libception", "vanilla")
+    assert lib_van["ratio"] == pytest.approx(4.0) and lib_van["met"]   # 16 / 4 every round
+    assert "libception / vanilla: 4.00" in text and "target >= 2 met" in text
+
+
+class ScoreRig(ThresholdRig):
+    """A rig whose max-rate answer is a function of the configuration."""
+
+    def __init__(self, out, score):
+        super().__init__(out, {})
+        self.score, self.port, self.configs = score, 18999, []
+        self.progress = self
+        self.dropped = 0
+
+    def wants(self, label):
+        return label == "nginx"
+
+    def drop(self, steps):
+        self.dropped += steps
+
+    def max_rate(self, cfg, tag, settings, point):
+        self.configs.append((point["kind"], cfg))
+        return {"answer": self.score(cfg), "probes": []}
+
+
+def test_bench_tune_gives_every_kind_the_same_budget_from_vanillas_winner(tmp_path):
+    import json
+    from libception.bench import tune
+    workers = {2: 4, 4: 6, 8: 8, 16: 8, 32: 7, 64: 6}
+    readahead = {128: 0, 256: 1, 512: 2, 1024: 3, 2048: 2, 4096: 1, 8192: 0}
+
+    def score(cfg):
+        rate = workers[cfg["tunables"]["workers"]] + readahead.get(cfg.get("read_ahead_kb"), 0)
+        return rate * (2 if cfg["mode"] == "libception" else 1)
+    s = tune.settings(True)
+    s["budget"] = 6
+    rig = ScoreRig(tmp_path, score)
+    assert tune.run(rig, s) == 0
+    best = json.loads((tmp_path / tune.TUNED_FILE).read_text())["nginx"]
+    assert best["vanilla"]["point"]["workers"] == 8 and best["vanilla"]["answer"] == 8
+    assert best["kernel"]["point"]["read_ahead_kb"] == 1024 and best["kernel"]["answer"] == 11
+    assert best["libception"]["answer"] == 16
+    for kind in tuning.KINDS:
+        tried = [cfg for k, cfg in rig.configs if k == kind]
+        assert len(tried) == best[kind]["candidates"] <= 6
+        if kind != "vanilla":   # from vanilla's winner, own knobs first
+            assert tried[0]["tunables"]["workers"] == 8
+            assert len({str(c.get("read_ahead_kb")) + str(c.get("prefetch")) for c in tried}) > 1
+    assert any(line.startswith("libception bench: tune nginx kernel") for line in rig.lines)

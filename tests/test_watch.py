@@ -1,0 +1,374 @@
+"""receptiond --watch: prefetching through fanotify pre-content events, with
+no library in the reader.  On a real ext4 (a loop-mounted image); the
+deadline test puts the image on hddsim so that every window takes the
+emulated drive's time.
+
+The bounds on how long a reader may wait are hang detectors (seconds
+against a deadline of milliseconds), not performance claims."""
+import mmap
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from fixtures_daemon import RECEPTIOND, Daemon, drop_cache, make_cold_file
+
+HANG = 30  # s: a reader still waiting after this long is hung
+
+
+def _run(*cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def _pre_content_supported():
+    rel = os.uname().release.split(".")
+    return (int(rel[0]), int(rel[1])) >= (6, 14)
+
+
+pytestmark = pytest.mark.skipif(not _pre_content_supported() or os.geteuid() != 0,
+                                reason="pre-content fanotify events need Linux >= 6.14 and root")
+
+
+class Ext4:
+    """An ext4 image mounted through a loop device, filled before marking."""
+
+    def __init__(self, path, size_mb=96, image_dir=None):
+        self.dir = path
+        self.image = os.path.join(image_dir or path, "ext4.img")
+        self.mnt = os.path.join(path, "mnt")
+        os.makedirs(self.mnt, exist_ok=True)
+        with open(self.image, "wb") as f:
+            f.truncate(size_mb << 20)
+        _run("mkfs.ext4", "-q", "-F", self.image)
+        self.mount()
+
+    def mount(self, opts="loop"):
+        _run("mount", "-o", opts, self.image, self.mnt)
+
+    def umount(self):
+        subprocess.run(["umount", self.mnt], capture_output=True)
+
+    def file(self, name, size, seed=1):
+        return make_cold_file(os.path.join(self.mnt, name), size, seed)
+
+
+@pytest.fixture
+def ext4(tmp_path):
+    fs = Ext4(str(tmp_path))
+    yield fs
+    fs.umount()
+
+
+def _children(pid):
+    """Children of every thread of pid (the watchdog may be forked by any)."""
+    kids = []
+    try:
+        for t in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{t}/children") as f:
+                kids += [int(p) for p in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+class Watcher(Daemon):
+    """A foreground receptiond in watch mode; its watchdog is killed with it."""
+
+    def kill(self):
+        dogs = _children(self.proc.pid) if self.proc else []
+        super().kill()
+        for d in dogs:
+            try:
+                os.kill(d, signal.SIGCONT)
+                os.kill(d, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def watch(self):
+        return self.stats()["watch"]
+
+    def watchdog(self):
+        kids = _children(self.proc.pid)
+        return kids[0] if kids else None
+
+
+@pytest.fixture
+def watcher(tmp_path):
+    made = []
+
+    def make(paths, *args):
+        d = Watcher(str(tmp_path / f"d{len(made)}"))
+        os.makedirs(d.dir, exist_ok=True)
+        made.append(d)
+        extra = [a for p in paths for a in ("--watch", p)] + list(args)
+        return d.start(extra)
+    yield make
+    for d in made:
+        d.kill()
+
+
+def _sha(path):
+    return _run("sha256sum", path).stdout.split()[0]
+
+
+def test_refuses_file_systems_without_pre_content_events(tmp_path):
+    tmpfs = tmp_path / "tmpfs"
+    tmpfs.mkdir()
+    _run("mount", "-t", "tmpfs", "-o", "size=1m", "none", str(tmpfs))
+    try:
+        r = subprocess.run([RECEPTIOND, "--foreground", "--socket", str(tmp_path / "s"),
+                            "--watch", str(tmpfs)], capture_output=True, text=True, timeout=20)
+    finally:
+        _run("umount", str(tmpfs))
+    assert r.returncode == 1
+    assert "no pre-content events" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_refuses_the_mount_of_its_own_files(tmp_path):
+    """The root file system holds the daemon's binary and libc: a listener
+    that faults on its own code would wait for itself."""
+    r = subprocess.run([RECEPTIOND, "--foreground", "--socket", str(tmp_path / "s"),
+                        "--watch", "/"], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1
+    assert "daemon's own" in r.stderr
+
+
+def test_every_read_call_sees_exact_bytes_and_misses_are_queued(ext4, watcher):
+    size = 6 << 20
+    path = ext4.file("video.bin", size)
+    with open(path, "rb") as f:
+        want = f.read()
+    w = watcher([ext4.mnt])
+
+    def cold():
+        drop_cache(path)  # (a remount would be a new mount, without the mark)
+
+    def via_read():
+        with open(path, "rb") as f:
+            return f.read()
+
+    def via_pread():
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            return b"".join(os.pread(fd, 65536, o) for o in range(0, size, 65536))
+        finally:
+            os.close(fd)
+
+    def via_fd_to_fd(call):
+        # copy_file_range needs both files on one file system
+        out = os.path.join(ext4.mnt, "out.bin") if call == "copy_file_range" else ext4.dir + "/out.bin"
+        fd, o = os.open(path, os.O_RDONLY), os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            done = 0
+            while done < size:
+                if call == "sendfile":
+                    n = os.sendfile(o, fd, done, 1 << 20)
+                else:
+                    n = os.copy_file_range(fd, o, 1 << 20, done)
+                assert n > 0
+                done += n
+        finally:
+            os.close(fd), os.close(o)
+        with open(out, "rb") as f:
+            return f.read()
+
+    def via_splice():
+        r, wp = os.pipe()
+        fd = os.open(path, os.O_RDONLY)
+        got = []
+        try:
+            off = 0
+            while off < size:
+                n = os.splice(fd, wp, 65536, offset_src=off)
+                off += n
+                got.append(os.read(r, n))
+        finally:
+            os.close(fd), os.close(r), os.close(wp)
+        return b"".join(got)
+
+    def via_mmap():
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as m:
+            return bytes(m[:])
+
+    for name, how in [("read", via_read), ("pread", via_pread),
+                      ("sendfile", lambda: via_fd_to_fd("sendfile")),
+                      ("copy_file_range", lambda: via_fd_to_fd("copy_file_range")),
+                      ("splice", via_splice), ("mmap", via_mmap)]:
+        cold()
+        before = w.watch()
+        assert how() == want, name
+        after = w.watch()
+        assert after["events"] > before["events"], name
+        assert after["misses"] > before["misses"], name
+        assert after["answered_resident"] > before["answered_resident"], name
+    dev = w.device(path=path)
+    assert dev["requests"] > 0 and dev["bytes_read"] > 0
+
+
+def test_real_programs_identical_with_the_daemon_up_stopped_and_killed(ext4, watcher, tmp_path):
+    tree = os.path.join(ext4.mnt, "tree")
+    os.makedirs(os.path.join(tree, "sub"))
+    for i, size in enumerate([3 << 20, 1 << 20, 200000, 4096]):
+        make_cold_file(os.path.join(tree, "sub" if i % 2 else "", f"f{i}"), size, seed=i + 2)
+    ref = tmp_path / "ref"
+    shutil.copytree(tree, ref)
+    big = os.path.join(tree, "f0")
+    want = _sha(str(ref / "f0"))
+
+    def programs():
+        for d, _, files in os.walk(tree):
+            for f in files:
+                drop_cache(os.path.join(d, f))
+        assert _sha(big) == want
+        cat = subprocess.run(["cat", big], capture_output=True, check=True).stdout
+        with open(ref / "f0", "rb") as f:
+            assert cat == f.read()
+        assert subprocess.run(["diff", "-r", str(ref), tree]).returncode == 0
+        out = tmp_path / "cp.bin"
+        _run("cp", big, str(out))
+        assert _sha(str(out)) == want
+        _run("dd", f"if={big}", f"of={out}", "bs=64k", "status=none")
+        assert _sha(str(out)) == want
+        unpacked = tmp_path / "untar"
+        shutil.rmtree(unpacked, ignore_errors=True)
+        unpacked.mkdir()
+        tar = subprocess.run(["tar", "-C", tree, "-cf", "-", "."], capture_output=True, check=True)
+        subprocess.run(["tar", "-C", str(unpacked), "-xf", "-"], input=tar.stdout, check=True)
+        assert subprocess.run(["diff", "-r", str(ref), str(unpacked)]).returncode == 0
+
+    w = watcher([ext4.mnt])
+    programs()
+    assert w.watch()["misses"] > 0
+    w.signal(signal.SIGSTOP)
+    try:
+        programs()          # the watchdog answers while the daemon is stopped
+    finally:
+        w.signal(signal.SIGCONT)
+    w.kill()
+    programs()              # no daemon, no watchdog: the kernel dropped the group
+
+
+def _readers(paths, n_each=1):
+    """Read every path in its own thread; return (threads, errors, times)."""
+    errors, times = [], {}
+
+    def read(p):
+        t0 = time.monotonic()
+        try:
+            with open(p, "rb") as f:
+                while f.read(1 << 20):
+                    pass
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+        times[p] = time.monotonic() - t0
+    ts = [threading.Thread(target=read, args=(p,), daemon=True) for p in paths for _ in range(n_each)]
+    for t in ts:
+        t.start()
+    return ts, errors, times
+
+
+def _join(ts):
+    for t in ts:
+        t.join(HANG)
+    return [t for t in ts if t.is_alive()]
+
+
+@pytest.mark.parametrize("sig", ["SIGSTOP", "SIGKILL"])
+def test_readers_go_on_when_the_daemon_stops_or_dies(ext4, watcher, sig):
+    paths = [ext4.file(f"r{i}", 4 << 20, seed=i + 5) for i in range(6)]
+    w = watcher([ext4.mnt], "--watch-deadline", "200")
+    ts, errors, _ = _readers(paths)
+    w.signal(getattr(signal, sig))
+    try:
+        hung = _join(ts)
+    finally:
+        if sig == "SIGSTOP":
+            w.signal(signal.SIGCONT)
+    assert not hung and not errors
+    if sig == "SIGSTOP":
+        assert w.alive()
+
+
+def test_watchdog_stopped_or_killed_is_replaced(ext4, watcher):
+    path = ext4.file("x", 1 << 20)
+    w = watcher([ext4.mnt])
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        old = w.watchdog()
+        assert old
+        os.kill(old, sig)
+        end = time.monotonic() + HANG
+        while time.monotonic() < end and w.watchdog() in (None, old):
+            time.sleep(0.05)
+        assert w.watchdog() not in (None, old)
+    assert w.watch()["watchdog_restarts"] >= 2
+    with open(path, "rb") as f:
+        assert len(f.read()) == 1 << 20
+
+
+def test_deadline_allows_reads_the_queue_has_not_reached(tmp_path, watcher, hddsim_mount):
+    """The image sits on an emulated disk whose every window takes
+    milliseconds; with a 1 ms deadline readers are let go before their
+    window is resident, and the bytes are still the file's."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    stage = Ext4(str(tmp_path / "stage"), size_mb=64, image_dir=str(lib))
+    paths = [stage.file(f"v{i}", 3 << 20, seed=i + 9) for i in range(3)]
+    want = [open(p, "rb").read() for p in paths]
+    stage.umount()
+    disk = hddsim_mount(str(lib), name="disk")
+    fs = Ext4.__new__(Ext4)
+    fs.dir, fs.image, fs.mnt = str(tmp_path), os.path.join(disk.path, "ext4.img"), stage.mnt
+    fs.mount("loop,ro")
+    try:
+        w = watcher([fs.mnt], "--watch-deadline", "1")
+        got = []
+        for p in paths:
+            with open(p, "rb") as f:
+                got.append(f.read())
+        assert got == want
+        assert w.watch()["answered_at_deadline"] > 0
+    finally:
+        fs.umount()
+
+
+def test_libception_watch_starts_a_watching_daemon_and_stop_ends_it(ext4, tmp_path):
+    from conftest import bin_path
+    lc = bin_path("libception")
+    sock = str(tmp_path / "w.sock")
+    path = ext4.file("v", 2 << 20)
+    r = subprocess.run([lc, "watch", "--socket", sock, "--deadline", "300", ext4.mnt],
+                       capture_output=True, text=True, timeout=60)
+    try:
+        assert r.returncode == 0, r.stderr
+        again = subprocess.run([lc, "watch", "--socket", sock, ext4.mnt],
+                               capture_output=True, text=True, timeout=60)
+        assert again.returncode == 1 and "already listens" in again.stderr
+        with open(path, "rb") as f:
+            f.read()
+        from libception import daemon as lcd
+        w = lcd.stats(sock)["watch"]
+        assert w["deadline_ms"] == 300 and w["misses"] > 0
+    finally:
+        subprocess.run([lc, "stop", "--socket", sock], capture_output=True, timeout=60)
+    refused = subprocess.run([lc, "watch", "--socket", sock, str(tmp_path)],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "receptiond" not in refused.stdout
+
+
+def test_a_program_under_the_library_is_not_handled_twice(ext4, watcher, need_library):
+    """The library makes each window resident before the read; the read's
+    event then finds it cached: no second queued miss."""
+    path = ext4.file("lib.bin", 8 << 20)
+    w = watcher([ext4.mnt])
+    before = w.watch()
+    env = w.env()
+    out = subprocess.run(["cat", path], env=env, capture_output=True, check=True).stdout
+    assert len(out) == 8 << 20
+    after = w.watch()
+    assert after["events"] > before["events"]
+    assert after["misses"] == before["misses"]
+    assert w.device(path=path)["requests"] > 0

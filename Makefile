@@ -5,6 +5,7 @@
 #   make test                 install what the tests need (Debian 12, as root), build, run all tests
 #   make demo                 the one-command benchmark: nginx vs nginx under libception on an emulated disk
 #   make deb                  a Debian package in build/deb (debhelper)
+#   make fuzz                 fuzz receptiond's message path for FUZZ_S seconds (default 600; libFuzzer)
 PREFIX     ?= /usr/local
 # receptiond reads /etc/libception/receptiond.conf wherever it is installed;
 # the build tree keeps its own copy (build/etc) and never touches /etc.
@@ -18,7 +19,7 @@ MAN1 = libception hddsim vidload receptiond-profile
 MAN8 = receptiond libception.so
 MANPAGES = $(MAN1:%=$(BUILD)/man/%.1) $(MAN8:%=$(BUILD)/man/%.8)
 
-.PHONY: all $(COMPONENTS) man install test check demo deps deb clean
+.PHONY: all $(COMPONENTS) man install test check demo deps deb clean fuzz
 
 all: $(COMPONENTS) man
 	@$(MAKE) --no-print-directory install PREFIX=$(BUILD) SYSCONFDIR=$(BUILD)/etc DESTDIR= \
@@ -85,6 +86,9 @@ check: all
 test: deps
 	$(MAKE) all WERROR=1
 	tests/run
+
+fuzz:
+	$(MAKE) -C receptiond fuzz
 
 demo: deps all
 	build/bin/libception bench demo

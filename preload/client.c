@@ -19,6 +19,16 @@
  * program's.  It is moved to a high number (FD_FLOOR) so that the numbers
  * open() and friends give the program -- always the lowest free one --
  * are the ones it would get without the library.
+ *
+ * Every socket is an fd the program may need: under an fd limit below
+ * MIN_NOFILE the library never connects (calls pass through), and the
+ * process's sockets stay below 1/SOCKET_SHARE of the limit (a thread
+ * beyond that passes its calls through).
+ *
+ * Before the first fd goes out, the listener must be root or this
+ * process's own user (SO_PEERCRED): whoever made the socket path, no
+ * other user's program ever receives our descriptors (docs/receptiond.md
+ * "Access model").
  */
 #include <errno.h>
 #include <poll.h>
@@ -34,6 +44,8 @@
 #include "shim.h"
 
 #define BACKOFF_NS 1000000000ull
+#define MIN_NOFILE 256
+#define SOCKET_SHARE 16
 
 struct conn {
 	int fd;            /* valid when open */
@@ -51,6 +63,7 @@ static int have_key;
 static unsigned generation;
 static uint64_t backoff_until;  /* CLOCK_MONOTONIC ns; atomic */
 static int incompatible;        /* the daemon speaks another protocol version */
+static int nsockets;            /* our open sockets in this process; atomic */
 
 /* Where our sockets go: 512, or half the fd limit when that is below
  * 1024 (the kernel's fd table grows to hold the number, 8 bytes per
@@ -84,7 +97,40 @@ static void drop(struct conn *c)
 {
 	if (c->open && still_ours(c))
 		close(c->fd);
+	if (c->open)
+		__atomic_sub_fetch(&nsockets, 1, __ATOMIC_RELAXED);
 	c->open = 0;
+}
+
+/* Take a place for one more socket of ours under the fd limit (see
+ * above): 1, or 0 if there is none.  A place not used is given back with
+ * release_socket(). */
+static int reserve_socket(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < MIN_NOFILE)
+		return 0;
+	rlim_t share = rl.rlim_cur == RLIM_INFINITY ? (rlim_t)1 << 20 : rl.rlim_cur / SOCKET_SHARE;
+	if ((rlim_t)__atomic_add_fetch(&nsockets, 1, __ATOMIC_RELAXED) <= share)
+		return 1;
+	__atomic_sub_fetch(&nsockets, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void release_socket(void)
+{
+	__atomic_sub_fetch(&nsockets, 1, __ATOMIC_RELAXED);
+}
+
+/* 1 if the listener on fd is root or our own user. */
+static int trusted_listener(int fd, unsigned *peer)
+{
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return 0;
+	*peer = cred.uid;
+	return cred.uid == 0 || cred.uid == getuid() || cred.uid == geteuid();
 }
 
 static void conn_exit(void *p)
@@ -105,11 +151,12 @@ static struct conn *get_conn(void)
 		drop(c);
 	if (c->open)
 		return c;
-	if (shim_now_ns() < __atomic_load_n(&backoff_until, __ATOMIC_RELAXED))
+	if (shim_now_ns() < __atomic_load_n(&backoff_until, __ATOMIC_RELAXED) || !reserve_socket())
 		return NULL;
 
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
+		release_socket();
 		back_off("socket() failed");
 		return NULL;
 	}
@@ -117,8 +164,19 @@ static struct conn *get_conn(void)
 	memcpy(sa.sun_path, shim_cfg.socket, strlen(shim_cfg.socket));
 	struct stat st;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
 		close(fd);
-		back_off(strerror(errno));
+		release_socket();
+		back_off(strerror(e));
+		return NULL;
+	}
+	unsigned peer = 0;
+	if (!trusted_listener(fd, &peer)) {
+		close(fd);
+		release_socket();
+		shim_debug("daemon %s: listener runs as uid %u, neither root nor ours; not used",
+			   shim_cfg.socket, peer);
+		back_off("untrusted listener");
 		return NULL;
 	}
 	c->fd = move_out_of_the_way(fd);
@@ -309,6 +367,9 @@ int shim_client_send_report(const struct lc_report *r)
 void shim_client_atfork_child(void)
 {
 	__atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
+	/* Only this thread exists here; its inherited socket is dropped
+	 * (and uncounted) on its next use. */
+	__atomic_store_n(&nsockets, conn.open ? 1 : 0, __ATOMIC_RELAXED);
 	/* A parent that just gave up on the daemon should not make its child
 	 * wait out the whole backoff; a child starts fresh. */
 	__atomic_store_n(&backoff_until, 0, __ATOMIC_RELAXED);

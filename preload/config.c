@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "shim.h"
+#include "socket_path.h"
 #include "size.h"
 
 struct shim_config shim_cfg;
@@ -110,9 +111,7 @@ void shim_config_parse(struct shim_config *cfg, const char *(*get)(const char *)
 		} else {
 			snprintf(cfg->socket, sizeof cfg->socket, "%s", v);
 		}
-	} else if (uid == 0) {
-		snprintf(cfg->socket, sizeof cfg->socket, "%s", LC_DEFAULT_SOCKET_ROOT);
 	} else {
-		snprintf(cfg->socket, sizeof cfg->socket, LC_DEFAULT_SOCKET_USER, uid);
+		lc_default_socket(uid, get("XDG_RUNTIME_DIR"), cfg->socket, sizeof cfg->socket);
 	}
 }

@@ -9,8 +9,17 @@ struct rd_cfg rd_cfg = {
 	.conn_pending = 8,
 	.max_conns = 4096,
 	.max_window = 64u << 20,
+	.user_conns = 256,
+	.user_misses = 64,
+	.user_bytes = 1ull << 30,
+	.user_closes = 256,
+	.max_devices = 64,
+	.device_idle = 60,
 	.watch_deadline_ms = RD_WATCH_DEFAULT_DEADLINE_MS,
 	.watch_spin_us = RD_WATCH_DEFAULT_SPIN_US,
 	.order = RD_ORDER_POSITION,
 	.deadline_ns = 2000ull * 1000000u,
 };
+
+struct rd_access rd_access = { .kind = RD_ACCESS_OWNER };
+char rd_access_note[160];

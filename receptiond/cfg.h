@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "access.h"
 #include "order.h"
 #include "policy.h"
 #include "watch.h"
@@ -20,6 +21,15 @@ struct rd_cfg {
 	unsigned queue_depth;       /* queued misses per device before LC_ST_BUSY */
 	unsigned conn_pending;      /* queued misses per connection before LC_ST_BUSY */
 	unsigned max_conns;
+	/* Per user (uid), so one user cannot take what the others need;
+	 * docs/receptiond.md "Limits". */
+	unsigned user_conns;        /* open connections */
+	unsigned user_misses;       /* queued or in-flight misses */
+	uint64_t user_bytes;        /* bytes those misses may read */
+	unsigned user_closes;       /* passed fds waiting to be closed */
+	unsigned max_devices;       /* device entries (each may have a worker) */
+	unsigned device_idle;       /* seconds before an idle device's worker exits */
+	const char *access;         /* --access, NULL = the default (access.h) */
 	unsigned idle_timeout;      /* seconds, 0 = never */
 	uint64_t max_window;        /* longest range one ENSURE may make resident */
 	enum rd_order_mode order;   /* --order: position or fifo (order.h) */
@@ -35,5 +45,7 @@ struct rd_cfg {
 };
 
 extern struct rd_cfg rd_cfg;
+extern struct rd_access rd_access;   /* parsed from rd_cfg.access */
+extern char rd_access_note[160];     /* a default that fell back, said once in the log */
 
 #endif

@@ -26,11 +26,29 @@ struct dev_map {
 	dev_t fs_dev;
 	struct rd_device *dev;
 	struct rd_lib_disk *lib;   /* set only while dev is NULL */
+	int direct;                /* nothing to prefetch here (rd_device_for) */
 };
 
+/* Remembered file systems, devices or not; past this, new ones are
+ * looked up again each time rather than remembered. */
+#define RD_MAX_MAPS 4096
+
 static struct dev_map *maps;
+static unsigned nmaps, ndevices;
 static struct rd_device *devices, **devices_tail = &devices;
 static struct rd_lib_disk *lib_disks, **lib_disks_tail = &lib_disks;
+static pthread_rwlock_t walkers = PTHREAD_RWLOCK_INITIALIZER;
+
+void rd_device_walk_begin(void)
+{
+	pthread_rwlock_rdlock(&walkers);
+}
+
+void rd_device_walk_end(void)
+{
+	pthread_rwlock_unlock(&walkers);
+}
+static struct rd_log_limit full_log;
 
 static int read_line(const char *path, char *buf, size_t len)
 {
@@ -168,14 +186,113 @@ static int start_policy(struct rd_device *d)
 	return rd_policy_fixed.init(&d->policy, err, sizeof err);
 }
 
-static struct rd_device *create(dev_t fs_dev)
+/* Start the device's workers (detached: an idle one exits by itself);
+ * lock held, or the device not yet published.  Returns how many run. */
+static unsigned start_workers(struct rd_device *d)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	d->ticker_claimed = 0;
+	d->active_ns = rd_now_ns();
+	for (unsigned i = d->running; i < d->nworkers; i++) {
+		pthread_t t;
+		int e = pthread_create(&t, &attr, rd_worker_main, d);
+		if (e) {
+			rd_log("device %s: cannot start a worker: %s", d->name, strerror(e));
+			break;
+		}
+		d->running++;
+	}
+	pthread_attr_destroy(&attr);
+	return d->running;
+}
+
+void rd_device_wake(struct rd_device *d)
+{
+	if (!d->running && !d->stop)
+		start_workers(d);
+}
+
+int rd_fs_type_prefetched(const char *type)
+{
+	/* File systems whose files live on a disk, or behind a FUSE server
+	 * or a network that may (hddsim is FUSE).  Not memory (tmpfs,
+	 * ramfs, shm), not kernel views (proc, sysfs, cgroup...), and not
+	 * "dev": no mount here has the st_dev (a memfd, a pipe's fs, a mount
+	 * in another namespace). */
+	static const char *const known[] = {
+		"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs", "nilfs2",
+		"bcachefs", "zfs", "vfat", "exfat", "ntfs", "ntfs3", "hfsplus", "udf", "iso9660",
+		"squashfs", "erofs", "overlay", "fuse", "fuseblk", "nfs", "nfs4", "cifs", "smb3",
+		"9p", "virtiofs", "ceph", "gfs2", "ocfs2", NULL,
+	};
+	for (int i = 0; known[i]; i++)
+		if (strcmp(type, known[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Make room for one more device: free one whose workers have exited and
+ * that holds no request (main thread, which alone adds and frees). */
+static int evict_idle(void)
+{
+	for (struct rd_device **p = &devices; *p; p = &(*p)->next) {
+		struct rd_device *d = *p;
+		pthread_mutex_lock(&d->lock);
+		int idle = !d->running && !d->q.len && !d->q.nflying;
+		pthread_mutex_unlock(&d->lock);
+		if (!idle)
+			continue;
+		for (struct dev_map **m = &maps; *m;) {
+			if ((*m)->dev == d) {
+				struct dev_map *gone = *m;
+				*m = gone->next;
+				free(gone);
+				nmaps--;
+			} else {
+				m = &(*m)->next;
+			}
+		}
+		/* Other threads walk the list (the metrics thread): unlinked
+		 * and freed only while none does. */
+		pthread_rwlock_wrlock(&walkers);
+		*p = d->next;
+		if (devices_tail == &d->next)
+			devices_tail = p;
+		pthread_rwlock_unlock(&walkers);
+		rd_log("device %s: idle, freed to make room for another", d->name);
+		if (d->policy.ops->destroy)
+			d->policy.ops->destroy(&d->policy);
+		pthread_mutex_destroy(&d->lock);
+		pthread_cond_destroy(&d->cond);
+		free(d);
+		ndevices--;
+		return 0;
+	}
+	return -1;
+}
+
+static struct rd_device *create(dev_t fs_dev, int *direct)
 {
 	struct rd_device_info info;
-	char name[64];
+	char name[64], type[32] = "";
 	rd_device_identify(fs_dev, &info, name, sizeof name);
+	if (!info.block) {
+		fs_type(fs_dev, type, sizeof type);
+		if (!rd_fs_type_prefetched(type)) {
+			*direct = 1;
+			return NULL;
+		}
+	}
 	struct rd_device *d = find_by_disk(info.disk);
 	if (d)
 		return d;
+	if (ndevices >= rd_cfg.max_devices && evict_idle()) {
+		rd_log_limited(&full_log, "device %s: %u devices in use, none idle; "
+		               "answering busy", name, ndevices);
+		return NULL;
+	}
 	d = calloc(1, sizeof *d);
 	if (!d)
 		return NULL;
@@ -196,22 +313,11 @@ static struct rd_device *create(dev_t fs_dev)
 	d->st.created_ns = rd_now_ns();
 	if (start_policy(d))
 		goto fail;
-	unsigned n = rd_cfg.inflight ? rd_cfg.inflight : d->policy.concurrency ? d->policy.concurrency : 1;
-	if (n > 64)
-		n = 64;
-	d->workers = calloc(n, sizeof *d->workers);
-	if (!d->workers)
+	d->nworkers = rd_cfg.inflight ? rd_cfg.inflight : d->policy.concurrency ? d->policy.concurrency : 1;
+	if (d->nworkers > 64)
+		d->nworkers = 64;
+	if (!start_workers(d))
 		goto fail;
-	for (unsigned i = 0; i < n; i++) {
-		int e = pthread_create(&d->workers[i], NULL, rd_worker_main, d);
-		if (e) {
-			rd_log("device %s: cannot start a worker: %s", d->name, strerror(e));
-			if (i == 0)
-				goto fail;
-			break;
-		}
-		d->nworkers++;
-	}
 	rd_log("device %s (%u:%u): policy %s%s%s, %u worker%s%s", d->name, major(info.disk),
 	       minor(info.disk), d->policy.ops->name, d->args[0] ? ":" : "", d->args, d->nworkers,
 	       d->nworkers == 1 ? "" : "s",
@@ -219,9 +325,9 @@ static struct rd_device *create(dev_t fs_dev)
 	/* Published whole: the metrics thread walks the list unlocked. */
 	__atomic_store_n(devices_tail, d, __ATOMIC_RELEASE);
 	devices_tail = &d->next;
+	ndevices++;
 	return d;
 fail:
-	free(d->workers);
 	free(d);
 	return NULL;
 }
@@ -236,9 +342,10 @@ static struct dev_map *find_map(dev_t fs_dev)
 
 static struct dev_map *add_map(dev_t fs_dev)
 {
-	struct dev_map *m = calloc(1, sizeof *m);
+	struct dev_map *m = nmaps < RD_MAX_MAPS ? calloc(1, sizeof *m) : NULL;
 	if (!m)
 		return NULL;
+	nmaps++;
 	m->fs_dev = fs_dev;
 	m->next = maps;
 	maps = m;
@@ -270,12 +377,15 @@ static void absorb_lib_disk(struct rd_device *d)
 	}
 }
 
-struct rd_device *rd_device_for(dev_t fs_dev)
+struct rd_device *rd_device_for(dev_t fs_dev, int *direct)
 {
 	struct dev_map *m = find_map(fs_dev);
-	if (m && m->dev)
+	*direct = m && m->direct;
+	if (m && (m->dev || m->direct))
 		return m->dev;
-	struct rd_device *d = create(fs_dev);
+	struct rd_device *d = create(fs_dev, direct);
+	if (*direct && (m || (m = add_map(fs_dev))))
+		m->direct = 1;
 	if (!d)
 		return NULL;
 	absorb_lib_disk(d);  /* re-points m too, if it was library-only */
@@ -388,18 +498,17 @@ void rd_device_stop_all(void)
 	 * call a hook) — the process is about to exit anyway. */
 	uint64_t deadline = rd_now_ns() + RD_STOP_WAIT_NS;
 	for (struct rd_device *d = devices; d; d = d->next) {
-		int all = 1;
-		for (unsigned i = 0; i < d->nworkers; i++) {
+		pthread_mutex_lock(&d->lock);
+		while (d->running && rd_now_ns() < deadline) {
 			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			uint64_t left = deadline > rd_now_ns() ? deadline - rd_now_ns() : 0;
-			uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + left;
+			uint64_t t = rd_now_ns() + 10000000u;   /* the cond's clock is monotonic */
 			ts.tv_sec = (time_t)(t / 1000000000u);
 			ts.tv_nsec = (long)(t % 1000000000u);
-			if (pthread_timedjoin_np(d->workers[i], NULL, &ts) != 0)
-				all = 0;
+			pthread_cond_timedwait(&d->cond, &d->lock, &ts);
 		}
-		if (!all) {
+		int left = d->running;
+		pthread_mutex_unlock(&d->lock);
+		if (left) {
 			rd_log("device %s: a read is still blocked; exiting without it", d->name);
 			continue;
 		}

@@ -28,15 +28,27 @@ struct rd_device {
 	struct rd_queue q;
 	struct rd_policy policy;
 	struct rd_dev_stats st;
-	pthread_t *workers;
-	unsigned nworkers;
+	unsigned nworkers;      /* workers it runs when busy */
+	unsigned running;       /* workers alive (detached; they exit when idle) */
 	unsigned inflight;
+	uint64_t active_ns;     /* last time a worker had something to do */
 	int ticker_claimed;     /* a worker drives the policy's tick */
 	volatile int stop;
 };
 
-/* The device of a file system (created on first use), or NULL. */
-struct rd_device *rd_device_for(dev_t fs_dev);
+/* The device of a file system (created on first use), or NULL: the device
+ * table is full, or (*direct set) the file system is memory-backed or not
+ * one this daemon knows to sit on a disk (tmpfs, memfd, proc, sysfs, a
+ * mount in another namespace), so there is nothing to prefetch and the
+ * library should read on its own.  At most rd_cfg.max_devices devices
+ * exist; a device whose workers exited (idle rd_cfg.device_idle seconds)
+ * gives its place to a new one.  Main thread only. */
+struct rd_device *rd_device_for(dev_t fs_dev, int *direct);
+/* 1 if files of a file system of this type (mountinfo's, before any '.')
+ * are prefetched (pure). */
+int rd_fs_type_prefetched(const char *type);
+/* Start the device's workers again if they exited; lock held. */
+void rd_device_wake(struct rd_device *d);
 
 /* A disk the libraries reported calls on (LC_MSG_REPORT) that nobody has
  * sent an ENSURE for yet: only its name and the library's counters, no
@@ -55,10 +67,13 @@ struct rd_lib_disk {
 int rd_device_count_library(dev_t fs_dev, const struct lc_report_dev *e);
 /* Library-only disks, in the order first reported (main thread only). */
 struct rd_lib_disk *rd_lib_disk_list(void);
-/* All devices, in creation order.  Any thread may walk the list (load
- * each next with __ATOMIC_ACQUIRE): devices are appended whole and never
- * removed. */
+/* All devices, in creation order.  The main thread adds and (when the
+ * table is full, rd_device_for) frees them; another thread walks the
+ * list between rd_device_walk_begin() and _end(), loading each next with
+ * __ATOMIC_ACQUIRE (devices are appended whole). */
 struct rd_device *rd_device_list(void);
+void rd_device_walk_begin(void);
+void rd_device_walk_end(void);
 /* Stop every worker after its current piece and wait for them. */
 void rd_device_stop_all(void);
 /* Queued or in-flight requests on any device. */

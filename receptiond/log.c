@@ -49,25 +49,22 @@ void rd_log(const char *fmt, ...)
 	va_end(ap);
 }
 
-void rd_log_limited(int *last_sec, unsigned *suppressed, const char *fmt, ...)
+void rd_log_limited(struct rd_log_limit *l, const char *fmt, ...)
 {
-	/* At most RD_LOG_BURST lines a second per call site; the rest are
-	 * counted and summed up in the next line that gets through. */
-	static __thread unsigned in_this_sec;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	if ((int)ts.tv_sec != *last_sec) {
-		*last_sec = (int)ts.tv_sec;
-		in_this_sec = 0;
+	if ((int)ts.tv_sec != l->sec) {
+		l->sec = (int)ts.tv_sec;
+		l->in_sec = 0;
 	}
-	if (in_this_sec >= RD_LOG_BURST) {
-		__atomic_add_fetch(suppressed, 1, __ATOMIC_RELAXED);
+	if (l->in_sec >= RD_LOG_BURST) {
+		l->suppressed++;
 		return;
 	}
-	in_this_sec++;
-	unsigned s = __atomic_exchange_n(suppressed, 0, __ATOMIC_RELAXED);
-	if (s)
-		rd_log("(%u similar lines suppressed)", s);
+	l->in_sec++;
+	if (l->suppressed)
+		rd_log("(%u similar lines suppressed)", l->suppressed);
+	l->suppressed = 0;
 	va_list ap;
 	va_start(ap, fmt);
 	vlog(fmt, ap);

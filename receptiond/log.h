@@ -5,9 +5,15 @@
 /* Log to this file (appended) instead of stderr; NULL = stderr. */
 int rd_log_open(const char *path);
 void rd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Like rd_log but at most a few lines a second (floods); callers in one
- * thread share the budget. */
-void rd_log_limited(int *last_sec, unsigned *suppressed, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* A budget of lines a second, for one kind of line (one thread's). */
+struct rd_log_limit {
+	int sec;
+	unsigned in_sec;
+	unsigned suppressed;
+};
+/* Like rd_log but at most RD_LOG_BURST lines a second per budget
+ * (floods); the rest are counted and summed up in the next line. */
+void rd_log_limited(struct rd_log_limit *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif

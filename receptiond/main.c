@@ -142,11 +142,15 @@ int main(int argc, char **argv)
 	if (rd_cfg.pidfile && write_pidfile(rd_cfg.pidfile))
 		rd_log("pidfile \"%s\": %s", rd_cfg.pidfile, strerror(errno));
 	rd_stats.started_ns = rd_now_ns();
-	rd_log("listening on %s%s (pid %d, prefetch %llu, policy %s)%s%s", rd_cfg.socket_path,
+	char acc[80];
+	rd_log("listening on %s%s (pid %d, prefetch %llu, policy %s, access %s)%s%s", rd_cfg.socket_path,
 	       adopted ? " (from systemd)" : "", (int)getpid(), (unsigned long long)rd_cfg.prefetch,
 	       rd_cfg.npolicies ? rd_cfg.policies[0].name : "fixed",
+	       rd_access_describe(&rd_access, acc, sizeof acc),
 	       rd_cfg.metrics_listen ? "; metrics on http://" : "",
 	       rd_cfg.metrics_listen ? rd_cfg.metrics_listen : "");
+	if (rd_access_note[0])
+		rd_log("%s", rd_access_note);
 	if (rd_cfg.nwatch && rd_watch_run(rd_cfg.socket_path, err, sizeof err)) {
 		rd_server_cleanup();
 		return fail(err);

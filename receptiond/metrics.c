@@ -247,6 +247,7 @@ char *rd_metrics_text(void)
 	uint64_t now = rd_now_ns();
 	size_t n = 0, cap = 0;
 	struct dev_snap *devs = NULL;
+	rd_device_walk_begin();
 	for (struct rd_device *d = rd_device_list(); d; d = __atomic_load_n(&d->next, __ATOMIC_ACQUIRE)) {
 		if (n == cap) {
 			struct dev_snap *more = realloc(devs, (cap = cap ? cap * 2 : 8) * sizeof *devs);
@@ -256,6 +257,7 @@ char *rd_metrics_text(void)
 		}
 		snap_device(d, &devs[n++], now);
 	}
+	rd_device_walk_end();
 	head(f, "libception_build_info", "gauge", "The running receptiond's version.");
 	fprintf(f, "libception_build_info{version=\"%s\"} 1\n", LC_VERSION);
 	head(f, "libception_uptime_seconds", "gauge", "Time since the daemon started.");

@@ -21,12 +21,14 @@
 #include "metrics.h"
 #include "order.h"
 #include "protocol.h"
+#include "socket_path.h"
 
 enum {
 	/* settings: flags and file keys */
 	O_SOCKET = 1, O_FOREGROUND, O_PREFETCH, O_POLICY, O_QUEUE_DEPTH, O_IDLE_TIMEOUT,
 	O_ORDER, O_DEADLINE, O_INFLIGHT, O_LOG, O_PIDFILE, O_METRICS_LISTEN, O_WATCH,
-	O_WATCH_DEADLINE, O_WATCH_SPIN,
+	O_WATCH_DEADLINE, O_WATCH_SPIN, O_ACCESS, O_USER_CONNS, O_USER_MISSES, O_USER_BYTES,
+	O_USER_CLOSES, O_MAX_DEVICES, O_DEVICE_IDLE,
 	/* the command line only */
 	O_CONFIG, O_NO_CONFIG, O_CHECK_CONFIG, O_VERSION, O_HELP,
 };
@@ -47,6 +49,13 @@ static const struct option opts[] = {
 	{ "watch", required_argument, 0, O_WATCH },
 	{ "watch-deadline", required_argument, 0, O_WATCH_DEADLINE },
 	{ "watch-spin", required_argument, 0, O_WATCH_SPIN },
+	{ "access", required_argument, 0, O_ACCESS },
+	{ "user-conns", required_argument, 0, O_USER_CONNS },
+	{ "user-misses", required_argument, 0, O_USER_MISSES },
+	{ "user-bytes", required_argument, 0, O_USER_BYTES },
+	{ "user-closes", required_argument, 0, O_USER_CLOSES },
+	{ "max-devices", required_argument, 0, O_MAX_DEVICES },
+	{ "device-idle", required_argument, 0, O_DEVICE_IDLE },
 	{ "config", required_argument, 0, O_CONFIG },
 	{ "no-config", no_argument, 0, O_NO_CONFIG },
 	{ "check-config", no_argument, 0, O_CHECK_CONFIG },
@@ -61,14 +70,17 @@ static const char usage_text[] =
 	"                  [--order position|fifo] [--deadline MS] [--inflight N]\n"
 	"                  [--idle-timeout SEC] [--log FILE] [--pidfile FILE]\n"
 	"                  [--watch PATH]... [--watch-deadline MS] [--watch-spin US]\n"
-	"                  [--metrics-listen ADDR:PORT] [--config FILE | --no-config]\n"
+	"                  [--metrics-listen ADDR:PORT] [--access all|owner|group:NAME]\n"
+	"                  [--user-conns N] [--user-misses N] [--user-bytes SIZE] [--user-closes N]\n"
+	"                  [--max-devices N] [--device-idle SEC] [--config FILE | --no-config]\n"
 	"                  [--check-config] [--version] [--help]\n";
 
 static const char help_text[] =
 	"\n"
 	"  --socket PATH           listen here (default /run/libception/receptiond.sock as root,\n"
-	"                          /tmp/libception-UID/receptiond.sock otherwise); a socket\n"
-	"                          passed by systemd (LISTEN_FDS) is used instead\n"
+	"                          else $XDG_RUNTIME_DIR/libception.sock if private, else\n"
+	"                          /tmp/libception-UID/receptiond.sock); a socket passed by\n"
+	"                          systemd (LISTEN_FDS) is used instead\n"
 	"  --foreground            do not detach (services, tests)\n"
 	"  --prefetch SIZE         default prefetch window, e.g. 2M (default 2M, at most 1G)\n"
 	"  --policy [DEVICE=]NAME[:ARGS]  sizing policy, per device or for all; repeatable\n"
@@ -85,6 +97,14 @@ static const char help_text[] =
 	"  --watch-deadline MS     a watched reader waits at most MS (1-60000, default 500)\n"
 	"  --watch-spin US         poll for the next event this long before sleeping (0-10000)\n"
 	"  --metrics-listen ADDR:PORT  serve Prometheus metrics on http://ADDR:PORT/metrics\n"
+	"  --access all|owner|group:NAME  who may connect (default: group:libception as root,\n"
+	"                          root only if no such group; owner otherwise)\n"
+	"  --user-conns N          connections per user (default 256)\n"
+	"  --user-misses N         queued misses per user (default 64)\n"
+	"  --user-bytes SIZE       bytes those misses may read, per user (default 1G)\n"
+	"  --user-closes N         passed fds waiting to be closed, per user (default 256)\n"
+	"  --max-devices N         device entries (default 64)\n"
+	"  --device-idle SEC       an idle device's workers exit after SEC (default 60)\n"
 	"  --config FILE           settings file (default " RD_DEFAULT_CONFIG " if present);\n"
 	"                          NAME = VALUE per line, NAME any option above but --config\n"
 	"  --no-config             read no settings file\n"
@@ -215,6 +235,31 @@ static int set(int code, const char *name, const char *val, int from_file, char 
 		if (parse_uint(val, &rd_cfg.idle_timeout, 1u << 30) == 0)
 			return 0;
 		snprintf(err, n, "%s \"%s\": expected seconds", name, val);
+		return -1;
+	case O_ACCESS: {
+		struct rd_access a;
+		if (rd_access_parse(val, geteuid(), &a, err, n, rd_access_note,
+		                    sizeof rd_access_note) == 0) {
+			rd_cfg.access = val;
+			return 0;
+		}
+		return -1;
+	}
+	case O_USER_CONNS: case O_USER_MISSES: case O_USER_CLOSES: case O_MAX_DEVICES:
+	case O_DEVICE_IDLE: {
+		unsigned *to = code == O_USER_CONNS ? &rd_cfg.user_conns :
+		               code == O_USER_MISSES ? &rd_cfg.user_misses :
+		               code == O_USER_CLOSES ? &rd_cfg.user_closes :
+		               code == O_MAX_DEVICES ? &rd_cfg.max_devices : &rd_cfg.device_idle;
+		if (parse_uint(val, to, 1u << 20) == 0 && *to)
+			return 0;
+		snprintf(err, n, "%s \"%s\": expected a number from 1", name, val);
+		return -1;
+	}
+	case O_USER_BYTES:
+		if (rd_parse_size(val, &rd_cfg.user_bytes) == 0 && rd_cfg.user_bytes)
+			return 0;
+		snprintf(err, n, "%s \"%s\": expected a size (e.g. 1G)", name, val);
 		return -1;
 	case O_METRICS_LISTEN:
 		if (rd_metrics_parse_addr(val, NULL, why, sizeof why) == 0) {
@@ -357,13 +402,17 @@ int rd_options_parse(int argc, char **argv)
 		const char *env = getenv(LC_ENV_SOCKET);
 		if (env && *env) {
 			rd_cfg.socket_path = env;
-		} else if (getuid() == 0) {
-			rd_cfg.socket_path = LC_DEFAULT_SOCKET_ROOT;
 		} else {
-			snprintf(default_socket, sizeof default_socket, LC_DEFAULT_SOCKET_USER,
-			         (unsigned)getuid());
+			lc_default_socket(getuid(), getenv("XDG_RUNTIME_DIR"), default_socket,
+			                  sizeof default_socket);
 			rd_cfg.socket_path = default_socket;
 		}
+	}
+	/* The one access rule (access.h), for flags, file and the default. */
+	if (rd_access_parse(rd_cfg.access, geteuid(), &rd_access, err, sizeof err, rd_access_note,
+	                    sizeof rd_access_note)) {
+		fprintf(stderr, "receptiond: %s\n", err);
+		return 2;
 	}
 	if (check) {
 		printf("receptiond: configuration OK (%s%s)\n", rc == 0 ? "file " : "no file",

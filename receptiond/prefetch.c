@@ -74,13 +74,17 @@ int rd_is_resident(int fd, uint64_t lo, uint64_t hi)
 
 uint64_t rd_resident_end(int fd, uint64_t lo, uint64_t hi, uint64_t limit)
 {
+	return rd_resident_end_step(fd, lo, hi, limit, page_size());
+}
+
+uint64_t rd_resident_end_step(int fd, uint64_t lo, uint64_t hi, uint64_t limit, uint64_t ps)
+{
 	if (limit <= hi)
 		return hi;
 	if (rd_is_resident(fd, lo, limit) == 1)
 		return limit;
-	/* Binary search over page-aligned ends: cached-ness of [lo, e) only
+	/* Binary search over ends aligned on ps: cached-ness of [lo, e) only
 	 * goes from yes to no as e grows. */
-	uint64_t ps = page_size();
 	uint64_t good = hi, bad = limit;
 	while (bad - good > ps) {
 		uint64_t mid = (good + (bad - good) / 2) / ps * ps;

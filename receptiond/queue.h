@@ -39,6 +39,7 @@ struct rd_waiter {
 	uint64_t offset, length;
 	uint64_t arrival_ns;
 	int silent;               /* a look-ahead (LC_F_LOOKAHEAD): no answer */
+	uint64_t charged;         /* bytes taken from its user's quota */
 };
 
 struct rd_req {

@@ -22,24 +22,36 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "cfg.h"
+#include "closer.h"
 #include "device.h"
 #include "log.h"
 #include "metrics.h"
 #include "protocol.h"
+#include "quota.h"
 #include "stats.h"
 
 /* A connection that sends this many malformed messages is closed. */
 #define RD_MAX_MALFORMED 16
 /* fds a message may carry before the kernel truncates (and closes) the rest. */
 #define RD_MAX_FDS 8
+/* One connection's share of a loop turn: after this much work (or 64
+ * messages) the others go first.  A message may cost a millisecond or so
+ * (a hit check of a 64 MiB window). */
+#define RD_CONN_TURN_NS (1000000u)
+/* Accepting pauses this long when the daemon is out of fds. */
+#define RD_ACCEPT_PAUSE_NS (100ull * 1000000u)
 
-static int listen_fd = -1;
-static char socket_path[sizeof ((struct sockaddr_un *)0)->sun_path];
-static ino_t socket_ino;
-static dev_t socket_dev;
-static int bad_sec;
-static unsigned bad_suppressed;
+/* Log budgets: bad input, refused connections, and the lines that end a
+ * client's connection. */
+static struct rd_log_limit bad_log, refused_log, closed_log;
+/* fds held back for the moment the daemon runs out: to accept (and
+ * close) a connection, instead of leaving it in the backlog while epoll
+ * reports it again and again. */
+static int reserve_fd = -1;
+static uint64_t accept_paused_until;
+static struct rd_conn *slow;    /* connections with a buffered reply */
 
 void rd_conn_get(struct rd_conn *c)
 {
@@ -49,7 +61,8 @@ void rd_conn_get(struct rd_conn *c)
 void rd_conn_put(struct rd_conn *c)
 {
 	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		close(c->fd);
+		close(c->fd);   /* a socket: never blocks */
+		free(c->out);
 		free(c);
 	}
 }
@@ -60,142 +73,13 @@ void rd_conn_send(struct rd_conn *c, const void *msg, size_t len)
 		;
 }
 
-static int mkdirs(const char *dir)
-{
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof tmp, "%s", dir);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, 0755) && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
-int rd_server_listen(const char *path, char *err, size_t errlen)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof sa.sun_path) {
-		snprintf(err, errlen, "socket \"%s\": path too long", path);
-		return -1;
-	}
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = 0;
-		if (mkdirs(dir)) {
-			snprintf(err, errlen, "socket \"%s\": cannot create %s: %s", path, dir,
-			         strerror(errno));
-			return -1;
-		}
-	}
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -1;
-	}
-	/* A socket file nobody answers on is left over from a daemon that
-	 * died; one that answers means another daemon is running. */
-	int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (probe >= 0) {
-		int up = connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0;
-		close(probe);
-		if (up) {
-			snprintf(err, errlen, "socket \"%s\": another receptiond is listening", path);
-			close(fd);
-			return -1;
-		}
-	}
-	unlink(path);
-	mode_t old = umask(0);
-	int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
-	umask(old);
-	if (rc || chmod(path, 0666) || listen(fd, 512)) {
-		snprintf(err, errlen, "socket \"%s\": %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	struct stat st;
-	if (stat(path, &st) == 0) {
-		socket_ino = st.st_ino;
-		socket_dev = st.st_dev;
-	}
-	listen_fd = fd;
-	snprintf(socket_path, sizeof socket_path, "%s", path);
-	return 0;
-}
-
-/*
- * systemd's socket activation (sd_listen_fds(3)): LISTEN_PID names this
- * process and LISTEN_FDS the number of sockets passed from fd 3 on.  Read
- * here rather than through libsystemd: the protocol is these two
- * variables, and the daemon keeps no dependency beyond libc.
- */
-#define RD_LISTEN_FDS_START 3
-
-int rd_server_adopt_systemd(char *err, size_t errlen)
-{
-	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
-	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid())
-		return 0;
-	unsetenv("LISTEN_PID");
-	unsetenv("LISTEN_FDS");
-	unsetenv("LISTEN_FDNAMES");
-	if (strcmp(fds, "1")) {
-		snprintf(err, errlen, "systemd passed %s sockets (LISTEN_FDS); expected one", fds);
-		return -1;
-	}
-	int fd = RD_LISTEN_FDS_START, type = 0, listening = 0;
-	socklen_t tl = sizeof type, ll = sizeof listening;
-	struct sockaddr_un sa;
-	socklen_t sl = sizeof sa;
-	memset(&sa, 0, sizeof sa);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) ||
-	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) ||
-	    getsockname(fd, (struct sockaddr *)&sa, &sl) || sa.sun_family != AF_UNIX ||
-	    type != SOCK_SEQPACKET || !listening) {
-		snprintf(err, errlen, "the socket systemd passed is not a listening Unix "
-		         "SOCK_SEQPACKET socket (ListenSequentialPacket=)");
-		return -1;
-	}
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) || fcntl(fd, F_SETFD, FD_CLOEXEC)) {
-		snprintf(err, errlen, "systemd's socket: %s", strerror(errno));
-		return -1;
-	}
-	/* Its file is systemd's: socket_path stays empty, so it is never
-	 * unlinked here; the name is only shown in the statistics. */
-	static char name[sizeof sa.sun_path + 1];
-	snprintf(name, sizeof name, "%.*s", (int)sizeof sa.sun_path, sa.sun_path);
-	rd_cfg.socket_path = name;
-	listen_fd = fd;
-	return 1;
-}
-
-void rd_server_cleanup(void)
-{
-	/* Remove the socket only if it is still ours (a successor may have
-	 * replaced it). */
-	struct stat st;
-	if (listen_fd >= 0 && socket_path[0] && stat(socket_path, &st) == 0 &&
-	    st.st_ino == socket_ino && st.st_dev == socket_dev)
-		unlink(socket_path);
-}
-
 /* ---- messages ---- */
 
 static void malformed(struct rd_conn *c, const char *what)
 {
 	rd_stats.malformed++;
 	c->malformed++;
-	rd_log_limited(&bad_sec, &bad_suppressed, "client pid %d uid %u: %s; dropped", (int)c->pid,
+	rd_log_limited(&bad_log, "client pid %d uid %u: %s; dropped", (int)c->pid,
 	               (unsigned)c->uid, what);
 }
 
@@ -238,6 +122,13 @@ static int quick_stat(int fd, struct stat *st)
 	return 0;
 }
 
+/* Close a passed fd off this thread (closer.h); returns 1 if the user has
+ * too many closes pending, and the connection should go. */
+static int close_passed(struct rd_conn *c, int fd)
+{
+	return rd_close_later(fd, c->uid);
+}
+
 static void handle_ensure(struct rd_conn *c, const struct lc_ensure *m, int fd)
 {
 	struct stat st;
@@ -255,54 +146,110 @@ static void handle_ensure(struct rd_conn *c, const struct lc_ensure *m, int fd)
 		why = "unknown call";
 	if (why) {
 		rd_stats.bad_requests++;
-		rd_log_limited(&bad_sec, &bad_suppressed, "client pid %d uid %u: ENSURE: %s",
+		rd_log_limited(&bad_log, "client pid %d uid %u: ENSURE: %s",
 		               (int)c->pid, (unsigned)c->uid, why);
 		answer_ensure(c, m, LC_ST_BADREQUEST);
-		close(fd);
+		close_passed(c, fd);
 		return;
 	}
 	rd_stats_client(c->pid, c->uid, 0);
-	struct rd_device *d = rd_device_for(st.st_dev);
+	int direct = 0;
+	struct rd_device *d = rd_device_for(st.st_dev, &direct);
 	if (!d) {
-		answer_ensure(c, m, LC_ST_BUSY);
-		close(fd);
+		/* Memory-backed or unknown file systems have no disk to spare:
+		 * the library reads them itself (LC_ST_DIRECT). */
+		if (direct)
+			rd_stats.direct_fs++;
+		answer_ensure(c, m, direct ? LC_ST_DIRECT : LC_ST_BUSY);
+		close_passed(c, fd);
 		return;
 	}
 	rd_device_submit(d, c, m, fd, &st);
 }
 
+/* ---- buffered replies ---- */
+
+static int epfd = -1;
+
+static void watch_conn(struct rd_conn *c, uint32_t events)
+{
+	struct epoll_event ev = { .events = events | EPOLLRDHUP, .data.ptr = c };
+	epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Send what c->out holds, one message at a time, as far as the socket
+ * takes it.  Returns 0 when all is sent, 1 when some is left (the
+ * connection then waits for EPOLLOUT and reads nothing more), -1 on
+ * error. */
+static int flush_out(struct rd_conn *c)
+{
+	while (c->out_off < c->out_len) {
+		size_t end = c->out_off < c->out_first ? c->out_first : c->out_off + LC_STATS_CHUNK;
+		if (end > c->out_len)
+			end = c->out_len;
+		ssize_t n = send(c->fd, c->out + c->out_off, end - c->out_off,
+		                 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 1;
+		if (n < 0)
+			return -1;
+		c->out_off = end;
+	}
+	free(c->out);
+	c->out = NULL;
+	return 0;
+}
+
+/* Queue a reply of several messages (the first first_len bytes long, the
+ * rest LC_STATS_CHUNK each) and send what fits now; takes buf. */
+static void send_buffered(struct rd_conn *c, char *buf, size_t len, size_t first_len)
+{
+	c->out = buf;
+	c->out_len = len;
+	c->out_off = 0;
+	c->out_first = first_len;
+	int rc = flush_out(c);
+	if (rc == 1) {
+		c->out_deadline = rd_now_ns() + (uint64_t)RD_REPLY_WAIT_MS * 1000000u;
+		c->slow_next = slow;
+		slow = c;
+		rd_conn_get(c);   /* the slow list's reference */
+		watch_conn(c, EPOLLOUT);
+	} else if (rc < 0) {
+		free(c->out);
+		c->out = NULL;
+	}
+}
+
 /* The statistics (JSON) or the metrics (Prometheus text): a reply header,
- * then the text in chunks. */
+ * then the text in chunks, buffered (send_buffered); takes text. */
 static void send_text(struct rd_conn *c, const struct lc_header *h, char *json)
 {
 	size_t len = json ? strlen(json) : 0;
-	uint32_t chunks = (uint32_t)((len + LC_STATS_CHUNK - 1) / LC_STATS_CHUNK);
 	struct lc_stats_reply r = {
 		.h = { .magic = LC_PROTO_MAGIC, .version = LC_PROTO_VERSION,
 		       .type = LC_MSG_STATS_REPLY, .id = h->id },
 		.json_length = (uint32_t)len,
-		.chunks = chunks,
+		.chunks = (uint32_t)((len + LC_STATS_CHUNK - 1) / LC_STATS_CHUNK),
 	};
-	rd_conn_send(c, &r, sizeof r);
-	for (uint32_t i = 0; i < chunks; i++) {
-		size_t off = (size_t)i * LC_STATS_CHUNK;
-		size_t n = len - off < LC_STATS_CHUNK ? len - off : LC_STATS_CHUNK;
-		/* The client reads the chunks right away; wait briefly rather
-		 * than lose the tail of a large reply. */
-		for (int tries = 0; tries < 1000; tries++) {
-			if (send(c->fd, json + off, n, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
-				break;
-			if (errno != EAGAIN && errno != EINTR)
-				break;
-			usleep(1000);
-		}
+	char *buf = malloc(sizeof r + len);
+	if (!buf) {
+		free(json);
+		return;
 	}
+	memcpy(buf, &r, sizeof r);
+	if (len)
+		memcpy(buf + sizeof r, json, len);
 	free(json);
+	send_buffered(c, buf, sizeof r + len, sizeof r);
 }
 
-/* Returns 1 when the daemon should shut down. */
+/* Returns 1 when the daemon should shut down.  sender: the uid that sent
+ * this message (SCM_CREDENTIALS), (uid_t)-1 if unknown. */
 static int handle_message(struct rd_conn *c, const char *buf, ssize_t n, int flags,
-                          const int *fds, int nfds)
+                          const int *fds, int nfds, uid_t sender)
 {
 	const struct lc_header *h = (const void *)buf;
 	int fd_used = 0, stop = 0;
@@ -315,7 +262,7 @@ static int handle_message(struct rd_conn *c, const char *buf, ssize_t n, int fla
 		goto out;
 	}
 	if ((size_t)n < sizeof *h) {
-		malformed(c, "short message");
+		malformed(c, n ? "short message" : "empty message");
 		goto out;
 	}
 	if (h->magic != LC_PROTO_MAGIC) {
@@ -324,7 +271,7 @@ static int handle_message(struct rd_conn *c, const char *buf, ssize_t n, int fla
 	}
 	if (h->version != LC_PROTO_VERSION) {
 		rd_stats.bad_version++;
-		rd_log_limited(&bad_sec, &bad_suppressed, "client pid %d: protocol version %u, not %u",
+		rd_log_limited(&bad_log, "client pid %d: protocol version %u, not %u",
 		               (int)c->pid, h->version, LC_PROTO_VERSION);
 		answer_status(c, h, LC_ST_BADVERSION);
 		goto out;
@@ -371,74 +318,107 @@ static int handle_message(struct rd_conn *c, const char *buf, ssize_t n, int fla
 		send_text(c, h, rd_metrics_text());
 		break;
 	case LC_MSG_SHUTDOWN:
-		if (c->uid != 0 && c->uid != getuid()) {
-			rd_log("shutdown refused: uid %u is neither root nor the daemon's", (unsigned)c->uid);
+		/* Judged on who sent this message, not who connected: a
+		 * root process's socket inherited by a child that dropped
+		 * privileges carries the child's uid. */
+		if (sender == (uid_t)-1 || !rd_access_may_control(&rd_access, sender)) {
+			rd_log_limited(&bad_log,
+			               "shutdown refused: uid %d is neither root nor the daemon's",
+			               sender == (uid_t)-1 ? -1 : (int)sender);
 			answer_status(c, h, LC_ST_BADREQUEST);
 			break;
 		}
-		rd_log("shutdown asked by pid %d uid %u", (int)c->pid, (unsigned)c->uid);
+		rd_log("shutdown asked by pid %d uid %u", (int)c->pid, (unsigned)sender);
 		answer_status(c, h, LC_ST_OK);
 		stop = 1;
 		break;
 	}
 out:
 	for (int i = fd_used; i < nfds; i++)
-		close(fds[i]);
+		close_passed(c, fds[i]);
 	return stop;
 }
 
 /* ---- the loop ---- */
-
-static int epfd = -1;
 
 static void conn_close(struct rd_conn *c)
 {
 	epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	shutdown(c->fd, SHUT_RDWR);
 	rd_stats.conns_now--;
+	rd_quota_give(c->uid, RD_Q_CONNS, 1);
+	c->closed = 1;
 	rd_conn_put(c);
 }
 
-/*
- * Whether a connected peer may use the daemon: the one place the access
- * model is applied, for a socket made here and one passed by systemd
- * alike.  Today whoever can open the socket file may: its mode and group
- * (0666 when made here; SocketMode= and SocketGroup= under systemd) are
- * the whole check.
- */
-static int peer_allowed(const struct ucred *cred)
+/* Out of fds: take one connection off the backlog with the reserve fd
+ * and close it (its client sees the daemon go away and backs off), then
+ * stop accepting for a moment rather than spin on a backlog epoll keeps
+ * reporting. */
+static void accept_out_of_fds(void)
 {
-	(void)cred;
-	return 1;
+	rd_stats.accept_paused++;
+	rd_log_limited(&bad_log, "accept: %s; pausing", strerror(errno));
+	if (reserve_fd >= 0) {
+		close(reserve_fd);
+		int fd = accept4(rd_listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	struct epoll_event ev = { .events = 0, .data.ptr = NULL };
+	epoll_ctl(epfd, EPOLL_CTL_MOD, rd_listen_fd, &ev);
+	accept_paused_until = rd_now_ns() + RD_ACCEPT_PAUSE_NS;
+}
+
+static void refuse(int fd, uid_t uid, const char *why)
+{
+	rd_stats.conns_refused++;
+	rd_log_limited(&refused_log, "connection of uid %d refused: %s", (int)uid, why);
+	close(fd);
 }
 
 static void accept_all(void)
 {
 	for (;;) {
-		int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(rd_listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
-				rd_log_limited(&bad_sec, &bad_suppressed, "accept: %s", strerror(errno));
+				accept_out_of_fds();
 			return;
 		}
+		uid_t uid = (uid_t)-1;
+		pid_t pid = 0;
+		int allowed = rd_access_check_peer(&rd_access, fd, &uid, &pid);
 		if (rd_stats.conns_now >= rd_cfg.max_conns) {
-			rd_stats.conns_refused++;
-			rd_log_limited(&bad_sec, &bad_suppressed, "connection refused: %u connections open",
-			               rd_cfg.max_conns);
+			refuse(fd, uid, "the daemon's connections are all taken");
+			continue;
+		}
+		if (!allowed) {
+			char acc[80];
+			rd_stats.conns_denied++;
+			rd_log_limited(&refused_log, "connection refused: uid %d (pid %d) is not "
+			               "allowed by --access %s", (int)uid, (int)pid,
+			               rd_access_describe(&rd_access, acc, sizeof acc));
 			close(fd);
 			continue;
 		}
-		struct ucred cred;
-		socklen_t cl = sizeof cred;
+		if (rd_quota_full(uid, RD_Q_CLOSES)) {
+			refuse(fd, uid, "too many of its fds wait to be closed");
+			continue;
+		}
+		if (rd_quota_take(uid, RD_Q_CONNS, 1, 0)) {
+			refuse(fd, uid, "at its limit of connections (--user-conns)");
+			continue;
+		}
 		struct rd_conn *c = calloc(1, sizeof *c);
-		if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) || !peer_allowed(&cred)) {
-			free(c);
-			close(fd);
-			continue;
-		}
-		*c = (struct rd_conn){ .fd = fd, .refs = 1, .pid = cred.pid, .uid = cred.uid };
+		if (c)
+			*c = (struct rd_conn){ .fd = fd, .refs = 1, .pid = pid, .uid = uid };
+		int one = 1;   /* inherited from the listener; said again for a passed one */
+		setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
-		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		if (!c || epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			rd_quota_give(uid, RD_Q_CONNS, 1);
 			free(c);
 			close(fd);
 			continue;
@@ -449,13 +429,48 @@ static void accept_all(void)
 	}
 }
 
+/* Split a message's ancillary data into fds and the sender's uid. */
+static int take_control(struct msghdr *mh, int *fds, uid_t *sender)
+{
+	int nfds = 0;
+	*sender = (uid_t)-1;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET)
+			continue;
+		if (cm->cmsg_type == SCM_CREDENTIALS && cm->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+			struct ucred cred;
+			memcpy(&cred, CMSG_DATA(cm), sizeof cred);
+			*sender = cred.uid;
+		} else if (cm->cmsg_type == SCM_RIGHTS) {
+			int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			for (int j = 0; j < k && nfds < RD_MAX_FDS; j++)
+				memcpy(&fds[nfds++], CMSG_DATA(cm) + (size_t)j * sizeof(int), sizeof(int));
+		}
+	}
+	return nfds;
+}
+
 /* Read what a connection has (a bounded number of messages, so one busy
  * client cannot starve the rest); returns 1 to shut down. */
 static int serve_conn(struct rd_conn *c, uint32_t events)
 {
-	for (int i = 0; i < 64; i++) {
+	if (c->out) {
+		/* Nothing more is read until the buffered reply is sent. */
+		int rc = (events & (EPOLLHUP | EPOLLERR)) ? -1 : flush_out(c);
+		if (rc == 1)
+			return 0;
+		if (rc < 0) {
+			conn_close(c);
+			return 0;
+		}
+		watch_conn(c, EPOLLIN);
+	}
+	int cut = rd_quota_full(c->uid, RD_Q_CLOSES);
+	uint64_t turn_end = rd_now_ns() + RD_CONN_TURN_NS;
+	for (int i = 0; i < 64 && !cut && rd_now_ns() < turn_end; i++) {
 		char buf[LC_MAX_MESSAGE + 1] __attribute__((aligned(8)));
-		char cbuf[CMSG_SPACE(sizeof(int) * RD_MAX_FDS)] __attribute__((aligned(8)));
+		char cbuf[CMSG_SPACE(sizeof(int) * RD_MAX_FDS) + CMSG_SPACE(sizeof(struct ucred))]
+			__attribute__((aligned(8)));
 		struct iovec iov = { buf, sizeof buf };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 		                     .msg_control = cbuf, .msg_controllen = sizeof cbuf };
@@ -467,26 +482,29 @@ static int serve_conn(struct rd_conn *c, uint32_t events)
 				break;
 			return 0;
 		}
-		if (n <= 0)
-			break;   /* closed or failed */
-		int fds[RD_MAX_FDS], nfds = 0;
-		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-				continue;
-			int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			for (int j = 0; j < k && nfds < RD_MAX_FDS; j++)
-				memcpy(&fds[nfds++], CMSG_DATA(cm) + (size_t)j * sizeof(int), sizeof(int));
-		}
-		if (handle_message(c, buf, n, mh.msg_flags, fds, nfds))
+		/* 0 bytes: the end, unless it came with ancillary data (every
+		 * message carries credentials): an empty message, whose fds
+		 * must be closed like any other's. */
+		if (n < 0 || (n == 0 && mh.msg_controllen == 0))
+			break;
+		int fds[RD_MAX_FDS];
+		uid_t sender;
+		int nfds = take_control(&mh, fds, &sender);
+		if (handle_message(c, buf, n, mh.msg_flags, fds, nfds, sender))
 			return 1;
 		if (c->malformed >= RD_MAX_MALFORMED) {
-			rd_log("client pid %d uid %u: too much malformed input; connection closed",
-			       (int)c->pid, (unsigned)c->uid);
+			rd_log_limited(&closed_log,
+			               "client pid %d uid %u: too much malformed input; connection closed",
+			               (int)c->pid, (unsigned)c->uid);
 			break;
 		}
+		if (c->out)
+			return 0;   /* a reply waits for the client to read it */
+		cut = rd_quota_full(c->uid, RD_Q_CLOSES);
 	}
-	if (c->malformed < RD_MAX_MALFORMED && !(events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))) {
-		/* Only the 64-message budget ran out; come back later. */
+	if (!cut && c->malformed < RD_MAX_MALFORMED &&
+	    !(events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))) {
+		/* Only the turn's budget ran out; come back later. */
 		char peek;
 		ssize_t n = recv(c->fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT);
 		if (n > 0 || (n < 0 && errno == EAGAIN))
@@ -494,6 +512,35 @@ static int serve_conn(struct rd_conn *c, uint32_t events)
 	}
 	conn_close(c);
 	return 0;
+}
+
+/* Once per loop turn: drop readers too slow for their reply, resume
+ * accepting after a pause. */
+static void housekeeping(uint64_t now)
+{
+	for (struct rd_conn **p = &slow; *p;) {
+		struct rd_conn *c = *p;
+		int closed = c->closed;
+		if (!closed && c->out && now >= c->out_deadline) {
+			rd_stats.slow_dropped++;
+			rd_log_limited(&closed_log,
+			               "client pid %d uid %u: did not read its reply in %u ms; dropped",
+			               (int)c->pid, (unsigned)c->uid, RD_REPLY_WAIT_MS);
+			conn_close(c);
+			closed = 1;
+		}
+		if (closed || !c->out) {
+			*p = c->slow_next;
+			rd_conn_put(c);
+		} else {
+			p = &c->slow_next;
+		}
+	}
+	if (accept_paused_until && now >= accept_paused_until) {
+		accept_paused_until = 0;
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+		epoll_ctl(epfd, EPOLL_CTL_MOD, rd_listen_fd, &ev);
+	}
 }
 
 int rd_server_run(void)
@@ -507,18 +554,19 @@ int rd_server_run(void)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	int sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
+	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (epfd < 0 || sfd < 0) {
 		rd_log("epoll/signalfd: %s", strerror(errno));
 		return 1;
 	}
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
-	epoll_ctl(epfd, EPOLL_CTL_ADD, listen_fd, &ev);
+	epoll_ctl(epfd, EPOLL_CTL_ADD, rd_listen_fd, &ev);
 	ev.data.ptr = &sfd;
 	epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
 	uint64_t idle_since = rd_now_ns();
 	for (;;) {
 		struct epoll_event evs[64];
-		int n = epoll_wait(epfd, evs, 64, 1000);
+		int n = epoll_wait(epfd, evs, 64, 100);
 		if (n < 0 && errno != EINTR) {
 			rd_log("epoll_wait: %s", strerror(errno));
 			rc = 1;
@@ -540,8 +588,9 @@ int rd_server_run(void)
 		}
 		if (stop)
 			break;
+		uint64_t now = rd_now_ns();
+		housekeeping(now);
 		if (rd_cfg.idle_timeout) {
-			uint64_t now = rd_now_ns();
 			if (rd_stats.conns_now || rd_device_busy())
 				idle_since = now;
 			else if (now - idle_since >= (uint64_t)rd_cfg.idle_timeout * 1000000000u) {

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "closer.h"
 #include "device.h"
 #include "json.h"
+#include "quota.h"
 #include "watch.h"
 
 struct rd_stats rd_stats;
@@ -190,7 +192,13 @@ char *rd_stats_json(void)
 	rd_json_u64(&j, "max", rd_stats.conns_max);
 	rd_json_u64(&j, "total", rd_stats.conns_total);
 	rd_json_u64(&j, "refused", rd_stats.conns_refused);
+	rd_json_u64(&j, "denied", rd_stats.conns_denied);
+	rd_json_u64(&j, "slow_dropped", rd_stats.slow_dropped);
+	rd_json_u64(&j, "accept_paused", rd_stats.accept_paused);
+	rd_json_u64(&j, "users", rd_quota_users());
+	rd_json_u64(&j, "closes_pending", rd_closes_pending());
 	rd_json_obj_end(&j);
+	rd_json_u64(&j, "direct_fs", rd_stats.direct_fs);
 	rd_json_u64(&j, "malformed", rd_stats.malformed);
 	rd_json_u64(&j, "bad_requests", rd_stats.bad_requests);
 	rd_json_u64(&j, "bad_version", rd_stats.bad_version);

@@ -87,6 +87,10 @@ struct rd_client {
 struct rd_stats {
 	uint64_t started_ns;
 	uint64_t conns_total, conns_now, conns_max, conns_refused;
+	uint64_t conns_denied;  /* refused by --access */
+	uint64_t slow_dropped;  /* dropped for not reading a reply */
+	uint64_t accept_paused; /* times accepting paused, out of fds */
+	uint64_t direct_fs;     /* ENSUREs on memory-backed or unknown file systems */
 	uint64_t malformed;     /* messages dropped as malformed */
 	uint64_t bad_requests;  /* well-formed but unusable (bad fd...) */
 	uint64_t bad_version;

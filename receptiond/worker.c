@@ -21,11 +21,13 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "closer.h"
 #include "device.h"
 #include "log.h"
 #include "placement.h"
 #include "prefetch.h"
 #include "protocol.h"
+#include "quota.h"
 #include "server.h"
 
 static void reply(struct rd_conn *c, uint64_t id, int status, int was_resident,
@@ -83,7 +85,7 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 		pthread_mutex_unlock(&d->lock);
 		if (!silent)
 			reply(c, m->h.id, LC_ST_DIRECT, 0, 0, 0, 0);
-		close(fd);
+		rd_close_later(fd, c->uid);
 		return;
 	}
 
@@ -91,12 +93,14 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	 * common hit lies in a window prefetched earlier, so one cachestat
 	 * of the whole window usually settles both questions. */
 	uint64_t want = no_prefetch ? 0 : (m->prefetch ? m->prefetch : rd_cfg.prefetch);
+	if (want > rd_cfg.max_window)   /* no window is longer: check no more */
+		want = rd_cfg.max_window;
 	uint64_t wlo, whi;
 	rd_window(lo, hi, want, size, &wlo, &whi);
 	int whole = rd_is_resident(fd, lo, whi) == 1;
 	if (whole || rd_is_resident(fd, lo, hi) == 1) {
 		if (!whole)
-			whi = rd_resident_end(fd, lo, hi, whi);
+			whi = rd_resident_end_step(fd, lo, hi, whi, RD_PIECE);
 		struct rd_completion comp = {
 			.req = { .dev = st->st_dev, .ino = st->st_ino, .file_size = size,
 			         .offset = lo, .length = hi - lo, .client_size = m->prefetch,
@@ -113,7 +117,7 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 		pthread_mutex_unlock(&d->lock);
 		if (!silent)
 			reply(c, m->h.id, LC_ST_OK, 1, lo, whi, 0);
-		close(fd);
+		rd_close_later(fd, c->uid);
 		return;
 	}
 
@@ -121,7 +125,16 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	if (!w)
 		goto busy_nolock;
 	*w = (struct rd_waiter){ .conn = c, .id = m->h.id, .offset = lo, .length = hi - lo,
-	                         .arrival_ns = now, .silent = silent };
+	                         .arrival_ns = now, .silent = silent,
+	                         .charged = whi - lo > hi - lo ? whi - lo : hi - lo };
+	/* The user's share: misses queued and the bytes their windows may
+	 * read (quota.h), given back in rd_device_complete. */
+	if (rd_quota_take(c->uid, RD_Q_MISSES, 1, 0))
+		goto busy_nolock;
+	if (rd_quota_take(c->uid, RD_Q_BYTES, w->charged, 0)) {
+		rd_quota_give(c->uid, RD_Q_MISSES, 1);
+		goto busy_nolock;
+	}
 
 	pthread_mutex_lock(&d->lock);
 	d->st.requests++;
@@ -143,7 +156,7 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 		d->st.misses++;
 		d->st.merged++;
 		pthread_mutex_unlock(&d->lock);
-		close(fd);
+		rd_close_later(fd, c->uid);
 		return;
 	}
 	if (d->q.len >= rd_cfg.queue_depth)
@@ -162,6 +175,7 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	rd_conn_get(c);
 	__atomic_add_fetch(&c->pending, 1, __ATOMIC_RELAXED);
 	rd_queue_push(&d->q, r);
+	rd_device_wake(d);
 	d->st.misses++;
 	if (d->q.len > d->st.queue_max)
 		d->st.queue_max = d->q.len;
@@ -172,11 +186,20 @@ busy:
 	if (!silent)
 		d->st.busy++;
 	pthread_mutex_unlock(&d->lock);
+	rd_quota_give(c->uid, RD_Q_MISSES, 1);
+	rd_quota_give(c->uid, RD_Q_BYTES, w->charged);
+	goto refuse;
 busy_nolock:
+	if (!silent) {
+		pthread_mutex_lock(&d->lock);
+		d->st.busy++;
+		pthread_mutex_unlock(&d->lock);
+	}
+refuse:
 	free(w);
 	if (!silent)
 		reply(c, m->h.id, LC_ST_BUSY, 0, 0, 0, 0);
-	close(fd);
+	rd_close_later(fd, c->uid);
 }
 
 void rd_device_complete(struct rd_device *d, struct rd_req *r, const struct rd_completion *c)
@@ -190,10 +213,12 @@ void rd_device_complete(struct rd_device *d, struct rd_req *r, const struct rd_c
 		if (!w->silent)
 			reply(w->conn, w->id, c->status, 0, lo, end, c->bytes_read);
 		__atomic_sub_fetch(&w->conn->pending, 1, __ATOMIC_RELAXED);
+		rd_quota_give(w->conn->uid, RD_Q_MISSES, 1);
+		rd_quota_give(w->conn->uid, RD_Q_BYTES, w->charged);
 		rd_conn_put(w->conn);
 		free(w);
 	}
-	close(r->fd);
+	rd_close_later(r->fd, r->uid);
 	free(r);
 }
 
@@ -356,6 +381,10 @@ void *rd_worker_main(void *arg)
 	void *scratch = malloc(RD_PIECE);
 	if (!scratch) {
 		rd_log("device %s: no memory for a worker's buffer", d->name);
+		pthread_mutex_lock(&d->lock);
+		d->running--;
+		pthread_cond_broadcast(&d->cond);
+		pthread_mutex_unlock(&d->lock);
 		return NULL;
 	}
 	pthread_mutex_lock(&d->lock);
@@ -374,8 +403,14 @@ void *rd_worker_main(void *arg)
 		struct rd_req *r = d->stop ? NULL : rd_queue_pop(&d->q, rd_now_ns(), &pick);
 		if (r) {
 			serve_one(d, r, &pick, scratch);
+			d->active_ns = rd_now_ns();
 			continue;
 		}
+		/* Idle long enough: let the thread go (rd_device_wake starts
+		 * another for the next miss). */
+		if (!d->inflight && now > d->active_ns &&
+		    now - d->active_ns >= (uint64_t)rd_cfg.device_idle * 1000000000u)
+			break;
 		struct timespec ts;
 		uint64_t wait = 1000000000u;
 		if (ticker && d->policy.tick_ms && d->policy.ops->tick)
@@ -383,6 +418,10 @@ void *rd_worker_main(void *arg)
 		deadline_in(&ts, wait);
 		pthread_cond_timedwait(&d->cond, &d->lock, &ts);
 	}
+	if (ticker)
+		d->ticker_claimed = 0;
+	d->running--;
+	pthread_cond_broadcast(&d->cond);   /* rd_device_stop_all waits for it */
 	pthread_mutex_unlock(&d->lock);
 	free(scratch);
 	return NULL;

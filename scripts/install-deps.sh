@@ -5,12 +5,14 @@ set -euo pipefail
 
 APT_PACKAGES=(build-essential pkg-config fuse3 libfuse3-dev libext2fs-dev e2fsprogs xfsprogs
               nginx apache2 lighttpd curl strace psmisc procps diffutils tar
-              prometheus pandoc man-db debhelper lintian fakeroot systemd systemd-container)
+              prometheus pandoc man-db debhelper lintian fakeroot systemd systemd-container
+              clang libclang-rt-dev)
 # libext2fs-dev, e2fsprogs, xfsprogs: `libception mkdisk` (block-disk images);
 # prometheus: promtool checks the metrics; pandoc: the man pages from
 # docs/*.md; debhelper, lintian, fakeroot: `make deb` and its test;
 # systemd: systemd-analyze and systemd-socket-activate for the unit tests;
-# systemd-container: systemd-nspawn for scripts/service_walkthrough.sh.
+# systemd-container: systemd-nspawn for scripts/service_walkthrough.sh;
+# clang, libclang-rt-dev: libFuzzer for receptiond's fuzz target.
 PY_MODULES=(pytest numpy matplotlib)
 
 missing=()

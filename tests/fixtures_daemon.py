@@ -64,7 +64,12 @@ class Daemon:
         """preexec: run in the child before exec (e.g. joining a memory group)."""
         # --no-config: a test's daemon is its flags, whatever /etc/libception holds
         cmd = [RECEPTIOND, "--no-config", "--foreground", "--socket", self.path, "--log", self.log]
-        self.proc = subprocess.Popen(cmd + self.args + list(extra), stdin=subprocess.DEVNULL,
+        args = self.args + list(extra)
+        if not any(a == "--access" or a.startswith("--access=") for a in args):
+            # Tests' clients include www-data workers; the default
+            # access is tested in test_daemon_access.py.
+            args.append("--access=all")
+        self.proc = subprocess.Popen(cmd + args, stdin=subprocess.DEVNULL,
                                      preexec_fn=preexec)
         deadline = time.monotonic() + 20
         while not lcd.is_listening(self.path):

@@ -196,8 +196,10 @@ def test_one_read_at_a_time_per_device(receptiond, scratch):
     assert dev["wait_us"]["count"] == 64 and dev["service_us"]["count"] == 64
 
 
-def test_devices_get_their_own_queues(receptiond, scratch):
-    """A file on tmpfs and one on the root disk are different devices."""
+def test_memory_file_systems_get_no_device(receptiond, scratch):
+    """A file on tmpfs has no disk to prefetch from: it is answered
+    DIRECT without a device (its own queue is a disk's privilege;
+    test_daemon_isolation.py runs a FUSE device beside the disk)."""
     disk = make_cold_file(str(scratch / "disk"), 4 * MiB)
     shm_dir = "/dev/shm"
     if not os.path.isdir(shm_dir):
@@ -206,13 +208,13 @@ def test_devices_get_their_own_queues(receptiond, scratch):
     try:
         with open(shm, "wb") as fh:
             fh.write(b"x" * MiB)
-        ensure(receptiond, disk, 0, 4096)
-        ensure(receptiond, shm, 0, 4096)
-        names = sorted(d["name"] for d in receptiond.stats()["devices"])
+        assert ensure(receptiond, disk, 0, 4096)["status"] == lcd.ST_OK
+        assert ensure(receptiond, shm, 0, 4096)["status"] == lcd.ST_DIRECT
+        st = receptiond.stats()
     finally:
         os.unlink(shm)
-    assert len(names) == 2
-    assert any(n.startswith("tmpfs-") for n in names), names
+    assert len(st["devices"]) == 1, st["devices"]
+    assert st["direct_fs"] == 1
 
 
 COUNTERS = ("requests", "reads", "bytes_read")

@@ -93,8 +93,10 @@ def test_enable_dropin_verifies_and_disable_removes_it(tmp_path):
 def activate(sock, log, *extra, prefix=()):
     """receptiond started the way systemd starts it: the socket made by
     systemd-socket-activate and passed as fd 3 (LISTEN_FDS/LISTEN_PID)."""
+    # --access all: the readers here include nobody; the unit's default
+    # (group libception) is test_daemon_access.py's.
     cmd = list(prefix) + ["systemd-socket-activate", *extra, "-l", sock,
-                          RECEPTIOND, "--foreground", "--no-config", "--log", log]
+                          RECEPTIOND, "--foreground", "--no-config", "--access", "all", "--log", log]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
     while not os.path.exists(sock):

@@ -29,6 +29,9 @@ def add_arguments(p):
     p.add_argument("--socket", metavar="PATH", help="receptiond's socket")
     p.add_argument("--no-daemon", action="store_true",
                    help="never start receptiond (the library passes through if none listens)")
+    p.add_argument("--access", default=daemon.HARNESS_ACCESS, metavar="all|owner|group:NAME",
+                   help="who may use a daemon started here (default all: a server's workers"
+                        " run as another user; docs/receptiond.md \"Access model\")")
     p.add_argument("--idle-timeout", type=int, default=IDLE_TIMEOUT, metavar="SEC",
                    help=f"a daemon started here exits after this long unused (default {IDLE_TIMEOUT})")
     p.add_argument("--log", metavar="FILE",
@@ -80,6 +83,7 @@ def main(args):
         try:
             # The daemon works in /: a relative log path means the caller's.
             daemon.start(sock, detached=True, log=args.log and os.path.abspath(args.log),
+                         access=args.access,
                          args=["--idle-timeout", str(args.idle_timeout)])
         except (daemon.DaemonError, OSError) as e:
             # The program still runs: the library passes calls through.

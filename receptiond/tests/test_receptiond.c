@@ -10,11 +10,15 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "access.h"
+#include "cfg.h"
 #include "device.h"
 #include "json.h"
 #include "policy.h"
 #include "prefetch.h"
 #include "queue.h"
+#include "quota.h"
+#include "server.h"
 #include "stats.h"
 
 #define CHECK_PROGRAM "test_receptiond"
@@ -224,12 +228,13 @@ static void test_report_devices(void)
 	CHECK(json && strstr(json, "\"library_unattributed\":{\"calls\":24,\"hits\":22,\"hit_bytes\":2200}"));
 	free(json);
 
-	struct rd_device *d = rd_device_for(st.st_dev);  /* a first ENSURE */
+	int direct;
+	struct rd_device *d = rd_device_for(st.st_dev, &direct);  /* a first ENSURE */
 	CHECK(d && d->st.lib_calls == 6 && d->st.lib_hits == 4 && d->st.lib_hit_bytes == 16384);
 	CHECK(rd_lib_disk_list() == NULL);
 	rd_stats_report(&r);
 	CHECK(d && d->st.lib_calls == 9 && d->st.lib_hits == 6 && rd_lib_disk_list() == NULL);
-	CHECK(rd_device_for(st.st_dev) == d);
+	CHECK(rd_device_for(st.st_dev, &direct) == d && !direct);
 	rd_device_stop_all();
 }
 
@@ -263,8 +268,82 @@ static void test_prefetch_to_file_end(void)
 	close(fd);
 }
 
+/* Who may connect and who may stop the daemon (access.h). */
+static void test_access(void)
+{
+	struct rd_access a;
+	char err[200], note[200];
+	gid_t g[] = { 100, 27 };
+	CHECK(rd_access_parse("all", 1000, &a, err, sizeof err, note, sizeof note) == 0);
+	CHECK(rd_access_allows(&a, 65534, 65534, NULL, 0));
+	CHECK(rd_access_parse("owner", 1000, &a, err, sizeof err, note, sizeof note) == 0);
+	CHECK(rd_access_allows(&a, 0, 0, NULL, 0) && rd_access_allows(&a, 1000, 1000, NULL, 0));
+	CHECK(!rd_access_allows(&a, 65534, 65534, NULL, 0));
+	CHECK(rd_access_parse("group:root", 1000, &a, err, sizeof err, note, sizeof note) == 0);
+	CHECK(a.kind == RD_ACCESS_GROUP && a.gid == 0);
+	CHECK(rd_access_allows(&a, 65534, 0, NULL, 0));          /* primary group */
+	a.gid = 27;
+	CHECK(rd_access_allows(&a, 65534, 65534, g, 2));         /* supplementary */
+	CHECK(!rd_access_allows(&a, 65534, 65534, g, 1));
+	CHECK(rd_access_parse("group:no-such-group-lc", 0, &a, err, sizeof err, note, sizeof note) == -1);
+	CHECK(strstr(err, "no group no-such-group-lc") != NULL);
+	CHECK(rd_access_parse("everyone", 0, &a, err, sizeof err, note, sizeof note) == -1);
+	CHECK(rd_access_parse("group:", 0, &a, err, sizeof err, note, sizeof note) == -1);
+	/* The default: a non-root daemon admits its owner (and root). */
+	CHECK(rd_access_parse(NULL, 1000, &a, err, sizeof err, note, sizeof note) == 0);
+	CHECK(a.kind == RD_ACCESS_OWNER && !note[0]);
+	/* Control is judged on the message's sender, whatever the access. */
+	CHECK(rd_access_parse("all", 1000, &a, err, sizeof err, note, sizeof note) == 0);
+	CHECK(rd_access_may_control(&a, 0) && rd_access_may_control(&a, 1000));
+	CHECK(!rd_access_may_control(&a, 65534));
+}
+
+static void test_quota(void)
+{
+	rd_cfg.user_misses = 3;
+	CHECK(rd_quota_take(4242, RD_Q_MISSES, 2, 0) == 0);
+	CHECK(rd_quota_take(4242, RD_Q_MISSES, 2, 0) == -1);     /* would pass the limit */
+	CHECK(rd_quota_take(4243, RD_Q_MISSES, 3, 0) == 0);      /* another user's own share */
+	CHECK(rd_quota_full(4243, RD_Q_MISSES) && !rd_quota_full(4242, RD_Q_MISSES));
+	CHECK(rd_quota_take(4242, RD_Q_MISSES, 5, 1) == 0 && rd_quota_held(4242, RD_Q_MISSES) == 7);
+	rd_quota_give(4242, RD_Q_MISSES, 7);
+	rd_quota_give(4243, RD_Q_MISSES, 3);
+	CHECK(rd_quota_held(4242, RD_Q_MISSES) == 0 && rd_quota_users() == 0);
+	rd_cfg.user_misses = 64;
+}
+
+static void test_prefetched_fs(void)
+{
+	CHECK(rd_fs_type_prefetched("ext4") && rd_fs_type_prefetched("fuse") &&
+	      rd_fs_type_prefetched("xfs") && rd_fs_type_prefetched("btrfs"));
+	CHECK(!rd_fs_type_prefetched("tmpfs") && !rd_fs_type_prefetched("proc") &&
+	      !rd_fs_type_prefetched("sysfs") && !rd_fs_type_prefetched("dev") &&
+	      !rd_fs_type_prefetched("ramfs") && !rd_fs_type_prefetched(""));
+}
+
+static void test_socket_dir(void)
+{
+	char why[128];
+	struct stat st = { .st_mode = S_IFDIR | 0700, .st_uid = 1000 };
+	CHECK(rd_dir_trusted(&st, 1000, why, sizeof why));
+	st.st_uid = 65534;                             /* made by someone else */
+	CHECK(!rd_dir_trusted(&st, 1000, why, sizeof why) && strstr(why, "uid 65534"));
+	st = (struct stat){ .st_mode = S_IFDIR | 0777, .st_uid = 1000 };
+	CHECK(!rd_dir_trusted(&st, 1000, why, sizeof why) && strstr(why, "writable"));
+	st = (struct stat){ .st_mode = S_IFDIR | 01777, .st_uid = 0 };   /* /tmp */
+	CHECK(rd_dir_trusted(&st, 1000, why, sizeof why));
+	st = (struct stat){ .st_mode = S_IFDIR | 01777, .st_uid = 1000 };
+	CHECK(!rd_dir_trusted(&st, 0, why, sizeof why));
+	st = (struct stat){ .st_mode = S_IFLNK | 0777, .st_uid = 1000 };
+	CHECK(!rd_dir_trusted(&st, 1000, why, sizeof why));
+}
+
 int main(void)
 {
+	test_access();
+	test_quota();
+	test_prefetched_fs();
+	test_socket_dir();
 	test_sizes();
 	test_window();
 	test_queue();

@@ -15,7 +15,7 @@ COMPONENTS  = preload receptiond hddsim vidload
 BUILD       = $(CURDIR)/build
 
 # Man pages, made from their docs/ pages (scripts/mkman.sh): one text.
-MAN1 = libception hddsim vidload receptiond-profile
+MAN1 = libception hddsim hddsim-mkdisk vidload receptiond-profile
 MAN8 = receptiond libception.so
 MANPAGES = $(MAN1:%=$(BUILD)/man/%.1) $(MAN8:%=$(BUILD)/man/%.8)
 

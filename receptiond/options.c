@@ -95,7 +95,7 @@ static const char help_text[] =
 	"  --watch PATH            watch mode: fanotify pre-content events on PATH's mount;\n"
 	"                          repeatable (up to 16)\n"
 	"  --watch-deadline MS     a watched reader waits at most MS (1-60000, default 500)\n"
-	"  --watch-spin US         poll for the next event this long before sleeping (0-10000)\n"
+	"  --watch-spin US         poll for the next event this long before sleeping (0-10000, default 50)\n"
 	"  --metrics-listen ADDR:PORT  serve Prometheus metrics on http://ADDR:PORT/metrics\n"
 	"  --access all|owner|group:NAME  who may connect (default: group:libception as root,\n"
 	"                          root only if no such group; owner otherwise)\n"

@@ -367,7 +367,8 @@ static void absorb_lib_disk(struct rd_device *d)
 		for (struct dev_map *m = maps; m; m = m->next)
 			if (m->lib == l) {
 				m->lib = NULL;
-				m->dev = d;
+				if (!m->direct)   /* a direct file system stays direct */
+					m->dev = d;
 			}
 		*p = l->next;
 		if (lib_disks_tail == &l->next)
@@ -425,13 +426,16 @@ static void add_counts(struct rd_lib_dev_stats *s, const struct lc_report_dev *e
 int rd_device_count_library(dev_t fs_dev, const struct lc_report_dev *e)
 {
 	struct dev_map *m = find_map(fs_dev);
-	if (!m) {
-		if (!mounted(fs_dev))
+	/* A file system answered DIRECT (tmpfs, memfd: rd_device_for) has a
+	 * map with neither a device nor a library-only record: its counts go
+	 * to such a record, and the map keeps no device, so it stays direct. */
+	if (!m || (!m->dev && !m->lib)) {
+		if (!m && !mounted(fs_dev))
 			return -1;
 		struct rd_device_info info;
 		char name[64];
 		rd_device_identify(fs_dev, &info, name, sizeof name);
-		struct rd_device *d = find_by_disk(info.disk);
+		struct rd_device *d = m && m->direct ? NULL : find_by_disk(info.disk);
 		struct rd_lib_disk *l = NULL;
 		if (!d) {
 			for (l = lib_disks; l && l->disk != info.disk; l = l->next)
@@ -445,7 +449,7 @@ int rd_device_count_library(dev_t fs_dev, const struct lc_report_dev *e)
 				lib_disks_tail = &l->next;
 			}
 		}
-		if (!(m = add_map(fs_dev)))
+		if (!m && !(m = add_map(fs_dev)))
 			return -1;
 		m->dev = d;
 		m->lib = l;

@@ -238,6 +238,26 @@ static void test_report_devices(void)
 	rd_device_stop_all();
 }
 
+/* A file system answered DIRECT (proc here, as tmpfs and memfd) that a
+ * library then reports calls on: the counts go to a library-only record
+ * and the file system stays direct (the map without a device once made
+ * the report dereference NULL; found by the fuzz target). */
+static void test_report_on_direct_fs(void)
+{
+	struct stat st;
+	CHECK(stat("/proc/self", &st) == 0);
+	int direct = 0;
+	CHECK(rd_device_for(st.st_dev, &direct) == NULL && direct);
+	struct lc_report r;
+	memset(&r, 0, sizeof r);
+	r.devs[0] = (struct lc_report_dev){ .dev = st.st_dev, .calls = 3, .hits = 1, .hit_bytes = 4096 };
+	rd_stats_report(&r);
+	rd_stats_report(&r);
+	struct rd_lib_disk *l = rd_lib_disk_list();
+	CHECK(l && l->st.calls == 6 && l->st.hits == 2);
+	CHECK(rd_device_for(st.st_dev, &direct) == NULL && direct);
+}
+
 /* A window that reaches past the end of the file (the file shrank after
  * the request was made) ends at the file's end, without an error: the
  * loads past it raise SIGBUS, which the prefetcher catches. */
@@ -350,6 +370,7 @@ int main(void)
 	test_policy_specs();
 	test_json();
 	test_report_devices();
+	test_report_on_direct_fs();
 	test_prefetch_to_file_end();
 	return check_done();
 }

@@ -5,8 +5,8 @@
  * deadline thread does nothing but allow misses past their deadline and
  * look after the watchdog.  A miss is a slot: the event's fd (which the
  * listener keeps open until the daemon's reply, since the ENSURE's copy
- * is the daemon's) and an id the reply carries back.  Slots are mirrored
- * in the shared page so that the watchdog can allow them by number.
+ * is the daemon's) and an id the reply carries back.  The watchdog
+ * (watchdog.h) finds a stopped daemon's pending events by its open fds.
  */
 #include "watch.h"
 
@@ -54,6 +54,7 @@ struct watch_range_info {
 
 #define TICK_MS 10              /* beats and deadline checks */
 #define DOG_STALE_NS (2000ull * 1000000)  /* a watchdog silent this long is replaced */
+#define DOG_TAKEOVER_MIN_NS (10ull * TICK_MS * 1000000)  /* ten beats */
 
 enum { FREE, WAITING, ANSWERED };
 
@@ -136,22 +137,13 @@ static int holds_own_files(uint64_t mnt, char *what, size_t whatlen)
 	return found;
 }
 
-static void publish(unsigned i, int fd, uint64_t due)
-{
-	atomic_store(&W.sh->slot[i].due_ns, due);
-	atomic_store(&W.sh->slot[i].fd, fd);
-}
-
 /* Answer slot i's event if nobody has (lock held). */
 static void answer_locked(unsigned i, uint64_t now)
 {
 	struct slot *s = &W.slot[i];
 	if (s->state != WAITING)
 		return;
-	int fd = s->fd;
-	/* Whoever takes the number out of the shared page answers it. */
-	if (atomic_compare_exchange_strong(&W.sh->slot[i].fd, &fd, -1))
-		rd_watch_allow(W.fan_fd, s->fd);
+	rd_watch_allow(W.fan_fd, s->fd);
 	s->state = ANSWERED;
 	W.waiting--;
 	if (now - s->since_ns > W.wait_max_ns)
@@ -203,7 +195,6 @@ static int send_miss(int fd, uint64_t off, uint64_t len)
 	s->state = WAITING;
 	s->fd = fd;
 	s->since_ns = now;
-	publish(i, fd, now + W.deadline_ns);
 	if (++W.waiting > W.waiting_max)
 		W.waiting_max = W.waiting;
 	pthread_mutex_unlock(&W.lock);
@@ -443,11 +434,11 @@ int rd_watch_run(const char *socket_path, char *err, size_t errlen)
 	if (W.sock < 0)
 		return fail(err, errlen, "--watch: cannot connect to %s: %s", socket_path, strerror(errno));
 	uint64_t now = rd_now_ns();
-	W.sh->stale_ns = W.deadline_ns;
+	/* Stale after the deadline, but never within a few of the beats'
+	 * ticks: a 1 ms deadline must not hand the queue to the watchdog. */
+	W.sh->stale_ns = W.deadline_ns > DOG_TAKEOVER_MIN_NS ? W.deadline_ns : DOG_TAKEOVER_MIN_NS;
 	W.sh->daemon = getpid();
 	W.sh->listener_beat_ns = W.sh->deadline_beat_ns = W.sh->dog_beat_ns = now;
-	for (unsigned i = 0; i < RD_WATCH_SLOTS; i++)
-		W.sh->slot[i].fd = -1;
 	W.dog = rd_watchdog_spawn(W.sh, W.fan_fd);
 	if (W.dog < 0)
 		return fail(err, errlen, "--watch: cannot start the watchdog: %s%s", strerror(errno), "");

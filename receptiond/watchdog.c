@@ -5,10 +5,14 @@
  * calls: everything below is a raw system call on fds and the shared page,
  * with static buffers.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/fanotify.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,17 +43,40 @@ static int stale(const struct rd_watch_shared *sh, uint64_t now)
 	return now > l + sh->stale_ns || now > d + sh->stale_ns;
 }
 
-/* The daemon is not answering: allow what it left overdue, and read and
- * allow what arrives meanwhile. */
-static void take_over(struct rd_watch_shared *sh, int fan_fd, uint64_t now)
+/* FAN_ALLOW under every fd number the daemon holds (see watchdog.h):
+ * /proc/PID/fd read with raw getdents64, or, without /proc, every number
+ * below the daemon's fd limit. */
+static void allow_daemon_fds(struct rd_watch_shared *sh, int fan_fd, int dir)
 {
-	for (unsigned i = 0; i < RD_WATCH_SLOTS; i++) {
-		int fd = atomic_load(&sh->slot[i].fd);
-		if (fd >= 0 && now >= atomic_load(&sh->slot[i].due_ns) &&
-		    atomic_compare_exchange_strong(&sh->slot[i].fd, &fd, -1) &&
-		    rd_watch_allow(fan_fd, fd) == 0)
-			atomic_fetch_add(&sh->dog_answers, 1);
+	static char buf[8192] __attribute__((aligned(8)));
+	long n;
+	if (dir < 0) {
+		struct rlimit rl = { 0 };
+		syscall(SYS_prlimit64, sh->daemon, RLIMIT_NOFILE, NULL, &rl);
+		for (rlim_t fd = 0; fd < rl.rlim_cur && fd < (1u << 20); fd++)
+			if (rd_watch_allow(fan_fd, (int)fd) == 0)
+				atomic_fetch_add(&sh->dog_answers, 1);
+		return;
 	}
+	lseek(dir, 0, SEEK_SET);
+	while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+		for (long off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+			int fd = 0, digits = 0;
+			for (const char *c = d->d_name; *c >= '0' && *c <= '9'; c++, digits++)
+				fd = fd * 10 + (*c - '0');
+			if (digits && d->d_name[digits] == 0 && rd_watch_allow(fan_fd, fd) == 0)
+				atomic_fetch_add(&sh->dog_answers, 1);
+			off += d->d_reclen;
+		}
+	}
+}
+
+/* The daemon is not answering: allow what it holds, and read and allow
+ * what arrives meanwhile. */
+static void take_over(struct rd_watch_shared *sh, int fan_fd, int dir)
+{
+	allow_daemon_fds(sh, fan_fd, dir);
 	static char buf[16384] __attribute__((aligned(8)));
 	ssize_t n;
 	while ((n = read(fan_fd, buf, sizeof buf)) > 0) {
@@ -66,6 +93,16 @@ static void take_over(struct rd_watch_shared *sh, int fan_fd, uint64_t now)
 
 static void __attribute__((noreturn)) watchdog_main(struct rd_watch_shared *sh, int fan_fd)
 {
+	/* Opened now, while the daemon surely runs: its fd table, by pid. */
+	char path[32] = "/proc/", *p = path + 6;
+	char digits[12];
+	int nd = 0;
+	for (unsigned v = (unsigned)sh->daemon; v || !nd; v /= 10)
+		digits[nd++] = (char)('0' + v % 10);
+	while (nd)
+		*p++ = digits[--nd];
+	memcpy(p, "/fd", 4);
+	int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (;;) {
 		uint64_t now = now_ns();
 		atomic_store(&sh->dog_beat_ns, now);
@@ -74,7 +111,7 @@ static void __attribute__((noreturn)) watchdog_main(struct rd_watch_shared *sh, 
 		if (getppid() != sh->daemon)
 			_exit(0);
 		if (stale(sh, now)) {
-			take_over(sh, fan_fd, now);
+			take_over(sh, fan_fd, dir);
 			struct pollfd p = { .fd = fan_fd, .events = POLLIN };
 			poll(&p, 1, TICK_MS);
 		} else {
@@ -106,6 +143,6 @@ pid_t rd_watchdog_spawn(struct rd_watch_shared *sh, int fan_fd)
 			_exit(1);
 		fan_fd = 3;
 	}
-	syscall(SYS_close_range, 4u, ~0u, 0u);
+	syscall(SYS_close_range, 4u, ~0u, 0u);   /* before watchdog_main opens /proc */
 	watchdog_main(sh, fan_fd);   /* the group is FAN_NONBLOCK */
 }

@@ -5,15 +5,22 @@
  * It shares the daemon's fanotify group (the same open file description)
  * and a page of shared memory.  While the daemon's listener and deadline
  * thread beat, it only beats itself.  When either beat is older than the
- * stale limit (the daemon is stopped, or a thread hangs), it allows the
- * pending events whose deadline passed, by the event fd numbers the
- * daemon publishes (a response names an event by that number only), and
- * reads and allows new events itself.  When the daemon dies it exits: the
- * group's last holder is gone and the kernel allows everything pending.
+ * stale limit (the daemon is stopped, or a thread hangs), it answers
+ * FAN_ALLOW for every fd number the daemon holds, and reads and allows new
+ * events itself.  A response names an event by the number of the fd that
+ * came with it, in the table of the process that read it; every event the
+ * daemon has read and not answered still has its fd open there (the
+ * listener closes it only after the answer).  So the watchdog needs no
+ * word from the daemon, which matters because a stop lands when a system
+ * call returns: after the kernel handed over a batch of events, before the
+ * daemon could note any of them.  When the daemon dies the watchdog
+ * exits: the group's last holder is gone and the kernel allows everything
+ * pending.
  *
- * Every answer is FAN_ALLOW, so an answer that reaches an event the daemon
- * already answered is refused by the kernel (ENOENT), and one that reaches
- * a newer event under a reused number only lets that read go early.
+ * Every answer is FAN_ALLOW, so one that names a number which is no
+ * pending event (most of the daemon's fds) is refused by the kernel
+ * (ENOENT), and one that reaches an event under a reused number only lets
+ * that read go early.
  */
 #ifndef RD_WATCHDOG_H
 #define RD_WATCHDOG_H
@@ -31,11 +38,6 @@ struct rd_watch_shared {
 	_Atomic uint64_t dog_answers;       /* events the watchdog allowed */
 	uint64_t stale_ns;                  /* a beat older than this is stale */
 	pid_t daemon;
-	/* A waiting miss: its event fd number, or -1; and when it is due. */
-	struct {
-		_Atomic int fd;
-		_Atomic uint64_t due_ns;
-	} slot[RD_WATCH_SLOTS];
 };
 
 /* Fork a watchdog on fan_fd (the child closes every other fd and calls

@@ -3,6 +3,7 @@
 order of rounds, the bootstrap interval's coverage and the target rule;
 tune() on synthetic score surfaces; and every candidate of the tuning
 grid accepted by the real server's own configuration test."""
+import json
 import math
 import random
 
@@ -326,15 +327,24 @@ class ScoreRig(ThresholdRig):
         self.dropped += steps
 
     def max_rate(self, cfg, tag, settings, point):
-        self.configs.append((point["kind"], cfg))
+        if not point.get("confirmed"):
+            self.configs.append((point["kind"], cfg))
         return {"answer": self.score(cfg), "probes": []}
+
+    def probe_at(self, cfg, tag, point, settings, rate, what=None):
+        self.configs.append((point["kind"], cfg))
+        score = self.score(cfg)
+        failed = 0.0 if rate <= score else 100.0 * (rate - score) / rate
+        return {"probe": {"pass": rate <= score, "failed_pct": failed, "errors": {}}}
 
 
 def test_bench_tune_gives_every_kind_the_same_budget_from_vanillas_winner(tmp_path):
     import json
     from libception.bench import tune
     workers = {2: 4, 4: 6, 8: 8, 16: 8, 32: 7, 64: 6}
-    readahead = {128: 0, 256: 1, 512: 2, 1024: 3, 2048: 2, 4096: 1, 8192: 0}
+    # steps larger than the quick search's resolution (25 %): a smaller
+    # gain is within what a search can tell apart, and a challenge misses it
+    readahead = {128: 0, 256: 2, 512: 4, 1024: 6, 2048: 4, 4096: 2, 8192: 0}
 
     def score(cfg):
         rate = workers[cfg["tunables"]["workers"]] + readahead.get(cfg.get("read_ahead_kb"), 0)
@@ -345,12 +355,92 @@ def test_bench_tune_gives_every_kind_the_same_budget_from_vanillas_winner(tmp_pa
     assert tune.run(rig, s) == 0
     best = json.loads((tmp_path / tune.TUNED_FILE).read_text())["nginx"]
     assert best["vanilla"]["point"]["workers"] == 8 and best["vanilla"]["answer"] == 8
-    assert best["kernel"]["point"]["read_ahead_kb"] == 1024 and best["kernel"]["answer"] == 11
+    assert best["kernel"]["point"]["read_ahead_kb"] == 1024 and best["kernel"]["answer"] == 14
     assert best["libception"]["answer"] == 16
     for kind in tuning.KINDS:
         tried = [cfg for k, cfg in rig.configs if k == kind]
-        assert len(tried) == best[kind]["candidates"] <= 6
+        # a challenged candidate that won is searched too: counted once
+        distinct = {json.dumps(c, sort_keys=True) for c in tried}
+        assert len(distinct) == best[kind]["candidates"] <= 6
         if kind != "vanilla":   # from vanilla's winner, own knobs first
             assert tried[0]["tunables"]["workers"] == 8
             assert len({str(c.get("read_ahead_kb")) + str(c.get("prefetch")) for c in tried}) > 1
     assert any(line.startswith("libception bench: tune nginx kernel") for line in rig.lines)
+
+
+# --- the search's step and the tuning's challenges ---------------------------
+
+def test_a_search_from_a_measured_answer_steps_by_its_growth_not_by_doubling():
+    assert search.next_rate(None, None, 10, 1, 160, 0.1) == 10
+    assert search.next_rate(10, None, 10, 1, 160, 0.1) == 20             # a guess: doubling
+    assert search.next_rate(10, None, 10, 1, 160, 0.1, growth=1.1) == 11
+    assert search.next_rate(None, 10, 10, 1, 160, 0.1, growth=1.25) == 8
+    assert search.next_rate(10, 11, 10, 1, 160, 0.1, growth=1.1) is None  # within resolution
+
+
+class SearchRig:
+    """Runs bench/search.py's bracketing against per-candidate, per-seed
+    thresholds and counts every probe, as the real rig would run them."""
+
+    def __init__(self, tmp_path, threshold):
+        self.work, self.port, self.threshold = str(tmp_path), 18998, threshold
+        self.recorded, self.probes, self.lines = {}, [], []
+        self.results = self
+
+    def get(self, point):
+        return self.recorded.get(json.dumps(point, sort_keys=True))
+
+    def add(self, point, **values):
+        self.recorded[json.dumps(point, sort_keys=True)] = values
+
+    def log(self, msg):
+        self.lines.append(msg)
+
+    def _passes(self, cfg, rate, seed):
+        self.probes.append((json.dumps(cfg["p"], sort_keys=True), rate, seed))
+        return rate <= self.threshold(cfg["p"]) * (1 + 0.02 * (seed - 1))
+
+    def probe_at(self, cfg, tag, point, settings, rate, what=None):
+        ok = self._passes(cfg, rate, settings["seed"])
+        rec = {"probe": {"pass": ok, "failed_pct": 0.0 if ok else 5.0, "errors": {}}}
+        self.add(point, **rec)
+        return rec
+
+    def max_rate(self, cfg, tag, settings, point):
+        lo, hi = settings.get("passed"), None
+        while True:
+            rate = search.next_rate(lo, hi, settings["start"], settings["floor"], settings["cap"],
+                                    settings["rel_resolution"], settings.get("growth", 2.0))
+            if rate is None:
+                break
+            seeds = range(settings["seed"], settings["seed"] + settings["seeds"])
+            ok = all([self._passes(cfg, rate, s) for s in seeds])
+            lo, hi = (rate, hi) if ok else (lo, rate)
+        self.add(point, answer=lo, failed_above=hi)
+        return {"answer": lo, "failed_above": hi}
+
+
+def test_tuning_challenges_each_candidate_once_and_confirms_the_winner_on_every_seed(tmp_path):
+    from libception.bench import common, tune
+    ladder = [1, 2, 3, 4, 5, 6]
+    rates = {1: 5.0, 2: 6.0, 3: 9.0, 4: 8.5, 5: 7.0, 6: 6.0}   # x=3 is best
+    rig = SearchRig(tmp_path, lambda p: rates[p["x"]])
+    search_settings = dict(common.search_settings(False, start=6), seeds=3)
+    out = tune.tune_config(rig, lambda p: {"server": "nginx", "tunables": {}, "p": p},
+                           [("x", ladder)], {"x": 1}, 12, search_settings,
+                           {"part": "tune", "server": "nginx", "kind": "t"}, "t")
+    assert out["best"] == {"x": 3}
+    # the confirmation ran every seed; its answer is the score, within the
+    # resolution of the best threshold on the worst seed
+    assert 9.0 / 1.1 <= out["score"] <= 9.0 and out["record_point"]["confirmed"]
+    assert rig.get(out["record_point"])["answer"] == out["score"]
+    per_candidate = {}
+    for cand, rate, seed in rig.probes:
+        per_candidate.setdefault(cand, []).append((rate, seed))
+    # a candidate that cannot beat the best so far costs exactly one probe
+    for x in (4, 5):
+        assert len(per_candidate[json.dumps({"x": x})]) == 1
+    # the every-seed probes are the winner's confirmation only
+    assert {c for c, _, s in rig.probes if s > 1} == {json.dumps({"x": 3})}
+    # far fewer probes than an every-seed search per candidate (about 18 each)
+    assert len(rig.probes) < 6 * 18 / 2

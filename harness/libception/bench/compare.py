@@ -100,8 +100,10 @@ def run(rig, s):
         outcomes = {}
         for label, kind, point, start in order:
             cfg = tuning.configure(base, s["server"], kind, point)
+            # from a tuned answer, step by the resolution, not by doubling
+            step = {"growth": 1 + search.get("rel_resolution", 0.1)} if start else {}
             outcomes[label] = rig.max_rate(
-                cfg, f"r{n}-{label}", dict(search, start=start or search["start"]),
+                cfg, f"r{n}-{label}", dict(search, start=start or search["start"], **step),
                 {"part": "round", "round": n, "config": label})
         why = next((d for d in (disturbance(outcomes[lab]) for lab in labels) if d), None)
         rounds.append({"n": n, "order": [c[0] for c in order], "outcomes": outcomes,

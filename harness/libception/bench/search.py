@@ -9,7 +9,8 @@ seeds, stats.py, needs every verdict).  The
 bracketing differs from vidload's fixed [LO, HI] bisection so that no
 probe is spent far from the answer: start at a guess, double (or halve)
 until a rate fails (or passes), then bisect until the bracket is within
-`rel_resolution` of its lower end (or `max_probes` rates were tried).
+`rel_resolution` of its lower end (or `max_probes` rates were tried);
+`growth` replaces the doubling when the start is a measured answer.
 """
 from . import stats
 from .probe import check_alive, judged_seconds, run_load, settle
@@ -54,15 +55,19 @@ def _probe_line(rig, tag, rec):
         + f": {'pass' if rec['pass'] else 'FAIL'}")
 
 
-def next_rate(lo, hi, start, floor, cap, rel):
+def next_rate(lo, hi, start, floor, cap, rel, growth=2.0):
     """The bracketing: the next rate to probe given the highest passed
-    (lo) and lowest failed (hi) so far, or None when the search is done."""
+    (lo) and lowest failed (hi) so far, or None when the search is done.
+    Until both ends are known it steps by `growth`: 2 from a guess, less
+    from a start that is a measured answer (a comparison's round, a
+    tuning candidate), where doubling spends two or three rates far
+    above the answer."""
     if lo is None and hi is None:
         return round(start, 3)
     if hi is None:
-        return None if lo >= cap else round(min(lo * 2, cap), 3)
+        return None if lo >= cap else round(min(lo * growth, cap), 3)
     if lo is None:
-        return None if hi / 2 < floor else round(hi / 2, 3)
+        return None if hi / growth < floor else round(hi / growth, 3)
     return None if (hi - lo) / lo <= rel else round((lo + hi) / 2, 3)
 
 
@@ -94,12 +99,14 @@ def max_failure_free(rig, h, cfg, settings, tag, point=None):
     floor = float(settings.get("floor", start / 16))
     cap = float(settings.get("cap", start * 16))
     rel = float(settings.get("rel_resolution", 0.1))
+    growth = float(settings.get("growth", 2.0))
     max_rates = settings.get("max_probes")
-    lo = hi = None
+    # `passed`: a rate already shown to pass (a tuning challenge's probe)
+    lo, hi = settings.get("passed"), None
     best = None
     probes, rates = [], []
     while max_rates is None or len(rates) < int(max_rates):
-        rate = next_rate(lo, hi, start, floor, cap, rel)
+        rate = next_rate(lo, hi, start, floor, cap, rel, growth)
         if rate is None:
             break
         ok, records = judge_rate(rig, h, cfg, settings, tag, rate, point)
@@ -114,4 +121,6 @@ def max_failure_free(rig, h, cfg, settings, tag, point=None):
            "probes": probes}
     if warmup:
         out["warmup"] = warmup
+    if settings.get("passed") is not None:
+        out["passed_before"] = settings["passed"]
     return out

@@ -10,7 +10,9 @@ tunables.  Kernel tuning is the paper's: read_ahead_kb on the emulated
 device (the FUSE request size is already at its 1 MiB maximum, the
 analogue of the paper's max_sectors_kb raise; on the block disk also the
 scheduler and max_sectors_kb), tuned by bench/tuning.py's procedure
-within "kernel_budget" candidates; the best is reported.  The winners go to best.json in the
+within "kernel_budget" candidates (bench/tune.py's tune_config: each
+challenged on the first seed, the winner confirmed on every seed); the
+best is reported.  The winners go to best.json in the
 output directory (copy it to harness/libception/bench/best.json to make
 the demo use them).
 
@@ -57,9 +59,8 @@ def kernel_row(rig, base, server, mode, tun, s, v):
                       f"{server}-{mode}-kernel")
     label = "kernel tuning" if mode == "vanilla" else "libception + kernel"
     knobs = " ".join(f"{k}={x}" for k, x in out["best"].items())
-    point = {"server": server, "config": f"{mode} kernel", "tunables": tun,
-             "candidate": out["best"]}
-    return common.row(f"{server} {label} {knobs}", rig.results.get(point) or {}, v)
+    record = rig.results.get(out["record_point"]) if out["record_point"] else None
+    return common.row(f"{server} {label} {knobs}", record or {}, v)
 
 
 def settings(quick):

@@ -4,9 +4,10 @@
 set -euo pipefail
 
 APT_PACKAGES=(build-essential pkg-config fuse3 libfuse3-dev libext2fs-dev e2fsprogs xfsprogs
-              nginx apache2 lighttpd curl strace psmisc procps diffutils tar
+              nginx apache2 lighttpd caddy curl strace psmisc procps diffutils tar
               prometheus pandoc man-db debhelper lintian fakeroot systemd systemd-container
               clang libclang-rt-dev)
+# caddy: the Go server only receptiond's watch mode reaches;
 # libext2fs-dev, e2fsprogs, xfsprogs: `libception mkdisk` (block-disk images);
 # prometheus: promtool checks the metrics; pandoc: the man pages from
 # docs/*.md; debhelper, lintian, fakeroot: `make deb` and its test;

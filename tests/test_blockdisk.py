@@ -233,6 +233,47 @@ def test_rig_serves_nginx_from_the_block_disk(env, scratch, harness_port):
         assert not mounted(h.mount.path)
 
 
+def _environ(pid):
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return f.read().split(b"\0")
+
+
+@pytest.mark.skipif(tuple(map(int, os.uname().release.split(".")[:2])) < (6, 14),
+                    reason="watch mode needs pre-content fanotify events (Linux 6.14)")
+def test_rig_watch_mode_prefetches_for_caddy_without_the_library(env, scratch, harness_port):
+    """Mode watch: receptiond --watch on the block disk's ext4 and no
+    library in the server: Caddy (a Go server, out of the library's
+    reach) serves the bytes and the daemon sees its misses."""
+    with cleanup.Cleanup() as c:
+        rig = Rig("t", str(scratch / "out"), c, None, None, port=harness_port)
+        rig.disk = {"disk": "block"}
+        cfg = rig.with_disk({"server": "caddy", "mode": "watch", "prefetch": "1M",
+                             "library": str(env["lib"]), "drive": "wd-red",
+                             "memory_limit": 64 * MiB})
+        h = rig.setup(cfg, "watch")
+        try:
+            assert h.daemon.pid in h.group.pids()
+            assert all(not any(v.startswith(b"LD_PRELOAD=") for v in _environ(p))
+                       for p in h.server.pids())
+            for name in (VIDEOS[3][0], "hd/c00001.mp4/000011"):
+                status, body = http_get(harness_port, "/" + name)
+                assert status == 200 and body == (env["copy"] / name).read_bytes(), name
+            watch = rig.snapshot(h)["daemon"]["watch"]
+            assert watch["paths"] == [h.mount.path] and watch["misses"] > 0
+        finally:
+            rig.teardown(h)
+        assert not mounted(h.mount.path)
+
+
+def test_rig_refuses_watch_mode_on_fuse(env, scratch, harness_port):
+    with cleanup.Cleanup() as c:
+        rig = Rig("t", str(scratch / "out"), c, None, None, port=harness_port)
+        cfg = {"server": "nginx", "mode": "watch", "library": str(env["lib"]),
+               "drive": "wd-red", "memory_limit": 64 * MiB}
+        with pytest.raises(ValueError, match="needs the block disk"):
+            rig.setup(cfg, "watchfuse")
+
+
 def bench(out, *sets):
     cmd = [bin_path("libception"), "bench", "chunking", "--quick", "--only", "wc-unchunked",
            "--out", str(out)]

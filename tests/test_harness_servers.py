@@ -22,6 +22,8 @@ CONFIGS = [
     ("nginx", {"workers": 4, "aio": "threads", "thread_pool": 4}),
     ("apache", {"mpm": "event", "threads_per_child": 128, "max_request_workers": 4096}),
     ("lighttpd", {"network_backend": "write", "max_worker": 4}),
+    ("caddy", {}),
+    ("caddy", {"gomaxprocs": 16}),
 ]
 
 
@@ -73,7 +75,8 @@ def test_server_serves_bytes_exactly_as_www_data(name, tunables, scratch, harnes
         www = pwd.getpwnam("www-data").pw_uid
         uids = _uids(pids)
         # Root master (binds, opens logs), workers as www-data; lighttpd is
-        # a single process that drops to www-data itself.
+        # a single process that drops to www-data itself, Caddy one that
+        # setpriv started as www-data.
         assert www in uids.values(), uids
     finally:
         s.stop()

@@ -24,8 +24,11 @@ MODES = {
     "serialize": "serialize",
     "prefetch": "prefetch",
     "track": "track",          # only count and time calls (for latency CDFs)
+    # no library in the server: receptiond --watch on the block disk's file
+    # system (fanotify pre-content events, docs/receptiond.md WATCH MODE)
+    "watch": None,
 }
-DAEMON_MODES = {"libception", "serialize", "track"}
+DAEMON_MODES = {"libception", "serialize", "track", "watch"}
 # A configuration's keys for receptiond's queue order, and their options.
 QUEUE_ORDER_FLAGS = {"order": "--order", "deadline_ms": "--deadline", "inflight": "--inflight"}
 
@@ -125,10 +128,19 @@ class Rig:
             raise ValueError(f"unknown mode {mode!r}")
         if mode != "vanilla":
             h.socket = self.socket_path(tag)
+        if MODES[mode]:
             env = servers.libception_env(self.lib_so, h.socket, MODES[mode],
                                          cfg.get("prefetch"), cfg.get("lookahead", False))
         if mode in DAEMON_MODES:
             args = []
+            if mode == "watch":
+                if not h.mounts or not all(getattr(m, "dev", None) for m in h.mounts):
+                    raise ValueError("mode watch needs the block disk (--set disk=block): "
+                                     "pre-content events come from ext4 or xfs, not FUSE")
+                for m in h.mounts:
+                    args += ["--watch", m.path]
+                if cfg.get("watch_deadline_ms") is not None:
+                    args += ["--watch-deadline", str(cfg["watch_deadline_ms"])]
             if cfg.get("prefetch") is not None:
                 args += ["--prefetch", str(cfg["prefetch"])]
             if cfg.get("policy"):   # a sizing policy (docs/prefetch-sizing.md)
@@ -321,6 +333,8 @@ def describe(cfg):
         parts.append(f"policy {cfg['policy']}")
     if cfg.get("lookahead"):
         parts.append("look-ahead")
+    if cfg.get("watch_deadline_ms") is not None:
+        parts.append(f"watch deadline {cfg['watch_deadline_ms']} ms")
     for key in QUEUE_ORDER_FLAGS:
         if cfg.get(key) is not None:
             parts.append(f"{key} {cfg[key]}")

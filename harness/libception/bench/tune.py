@@ -6,8 +6,9 @@ disk the scheduler and max_sectors_kb) and libception (window, parallel
 reads), each its own knobs first and then the server's, from vanilla's
 winning server settings.  Candidates are challenged at the best answer so
 far on the first seed and searched only when they beat it; the winner is
-confirmed on every seed (tune_config).  The winners go to DIR/tuned.json, which `bench compare --set tuned=PATH`
-reads.
+confirmed on every seed (tune_config).  The winners go to DIR/tuned.json,
+which `bench compare --set tuned=PATH` reads.  Kind "watch" (receptiond
+--watch, no library; block disk only) runs when `kinds` names it.
 """
 import datetime
 import json
@@ -130,7 +131,8 @@ def run(rig, s):
         best[server] = {}
         vanilla_best = None
         # vanilla always: the others start from its winner
-        for kind in [k for k in tuning.KINDS if k == "vanilla" or k in s["kinds"]]:
+        kinds = tuning.KINDS + (tuning.WATCH,)
+        for kind in [k for k in kinds if k == "vanilla" or k in s["kinds"]]:
             out = tune_kind(rig, base, server, kind, s, vanilla_best)
             if kind == "vanilla":
                 vanilla_best = out["best"]

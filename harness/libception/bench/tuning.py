@@ -38,6 +38,8 @@ SERVER_GRID = {
         ("max_worker", [0, 1, 2, 4, 8, 16, 32]),
         ("network_backend", ["sendfile", "writev", "write"]),
     ],
+    # Go schedules its own threads; 0 is Go's default (one per CPU)
+    "caddy": [("gomaxprocs", [0, 1, 4, 8, 16])],
 }
 # The shipped settings, where vanilla's search starts (nginx's
 # worker_processes auto is 2 on this 2-core machine).
@@ -46,6 +48,7 @@ SERVER_START = {
     "apache": {"mpm": "event", "max_request_workers": 1024, "threads_per_child": 64,
                "mmap": True},
     "lighttpd": {"max_worker": 0, "network_backend": "sendfile"},
+    "caddy": {"gomaxprocs": 0},
 }
 
 KIB_LADDER = [128, 256, 512, 1024, 2048, 4096, 8192]
@@ -69,12 +72,17 @@ LIBCEPTION_GRID = [
 LIBCEPTION_START = {"window": "2M", "parallel": 1}
 
 KINDS = ("vanilla", "kernel", "libception")
+# Not tuned by default (`--set kinds=...` adds it): receptiond --watch on
+# the block disk, no library in the server; the daemon's knobs as
+# libception's.
+WATCH = "watch"
 BUDGET = 12
 
 
 def grid(server, kind, disk="fuse"):
     """The dimensions `kind` tunes on `server`, its own knobs first."""
-    own = {"vanilla": [], "kernel": KERNEL_GRID[disk], "libception": LIBCEPTION_GRID}[kind]
+    own = {"vanilla": [], "kernel": KERNEL_GRID[disk], "libception": LIBCEPTION_GRID,
+           WATCH: LIBCEPTION_GRID}[kind]
     return list(own) + list(SERVER_GRID[server])
 
 
@@ -85,7 +93,7 @@ def start_point(server, kind, vanilla_best=None, disk="fuse"):
     server_part = dict(vanilla_best or SERVER_START[server]) if kind != "vanilla" \
         else dict(SERVER_START[server])
     own = {"vanilla": {}, "kernel": {k: KERNEL_START[k] for k, _ in KERNEL_GRID[disk]},
-           "libception": dict(LIBCEPTION_START)}[kind]
+           "libception": dict(LIBCEPTION_START), WATCH: dict(LIBCEPTION_START)}[kind]
     server_part = {k: v for k, v in server_part.items() if k in dict(SERVER_GRID[server])}
     return {**own, **server_part}
 
@@ -100,9 +108,9 @@ def configure(base, server, kind, point):
     for key in ("read_ahead_kb", "scheduler", "max_sectors_kb"):
         if key in point:
             cfg[key] = point[key]
-    if kind == "libception":
+    if kind in ("libception", WATCH):
         window, parallel = point["window"], int(point["parallel"])
-        cfg.update({"mode": "libception", "prefetch": window})
+        cfg.update({"mode": kind, "prefetch": window})
         if parallel > 1:
             cfg["policy"] = f"fixed:{window},parallel={parallel}"
     return cfg

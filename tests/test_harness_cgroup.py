@@ -92,3 +92,13 @@ def test_drop_cache_empties_the_group_with_members_running(scratch, harness_cgro
     group.drop_cache()
     assert _cached_bytes(path) < size // 8
     assert group.pids() == [sleeper.pid]
+
+
+def test_oom_kills_counts_a_member_the_limit_killed(harness_cgroup):
+    """What the benchmark tells a server that vanished mid-probe apart by."""
+    group = harness_cgroup(16 * MIB)
+    assert group.oom_kills() == 0
+    hog = subprocess.Popen(["python3", "-c", "b = bytearray(64 << 20); b[::4096] = b'x' * (16384)"],
+                           preexec_fn=group.preexec)
+    assert hog.wait(timeout=60) == -9
+    assert group.oom_kills() >= 1

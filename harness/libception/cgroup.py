@@ -143,6 +143,15 @@ class MemoryGroup:
     def failcnt(self):
         return int(_read(os.path.join(self.path, "memory.failcnt")))
 
+    def oom_kills(self):
+        """Processes the kernel killed for this group's limit (v1
+        memory.oom_control's oom_kill; 0 where the kernel does not say)."""
+        for line in _read(os.path.join(self.path, "memory.oom_control")).splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return 0
+
     def stat(self):
         """memory.stat as a dict of ints (cache, rss, mapped_file, ...)."""
         out = {}

@@ -138,7 +138,10 @@ def check_alive(h):
             raise RuntimeError(f"hddsim at {m.path} exited during the probe "
                                f"(status {m.proc.returncode if m.proc else '?'}) {err}")
     if h.server.proc is None or h.server.proc.poll() is not None:
-        raise RuntimeError(f"{h.server.name} exited during the probe: {h.server.log_tail()}")
+        kills = h.group.oom_kills() if h.group is not None else 0
+        why = (f"the memory group's limit ({(h.group.limit_bytes or 0) / 2**20:.0f} MiB) killed "
+               f"{kills} process(es): " if kills else "")
+        raise RuntimeError(f"{h.server.name} exited during the probe: {why}{h.server.log_tail()}")
 
 
 def _disk_busy(h):

@@ -444,3 +444,19 @@ def test_tuning_challenges_each_candidate_once_and_confirms_the_winner_on_every_
     assert {c for c, _, s in rig.probes if s > 1} == {json.dumps({"x": 3})}
     # far fewer probes than an every-seed search per candidate (about 18 each)
     assert len(rig.probes) < 6 * 18 / 2
+
+
+def test_compare_takes_a_kind_with_knobs_changed_under_its_own_label():
+    """Issue 26's comparison: libception in today's order against the
+    position order, side by side in the same rounds."""
+    from libception.bench import compare
+    s = compare.settings(True)
+    s.update(disk="block", kinds=["vanilla", {"label": "fifo", "kind": "libception",
+                                              "set": {"order": "fifo"}}, "libception"])
+    configs, note = compare.configurations(s)
+    assert [c[0] for c in configs] == ["vanilla", "fifo", "libception"] and "UNTUNED" in note
+    fifo, lib = configs[1][2], configs[2][2]
+    assert fifo == {**lib, "order": "fifo"}
+    cfg = tuning.configure({"library": "x"}, "nginx", "libception", fifo)
+    assert cfg["mode"] == "libception" and cfg["order"] == "fifo"
+    assert "order" not in tuning.configure({"library": "x"}, "nginx", "libception", lib)

@@ -58,11 +58,15 @@ def configurations(s):
                    **{k: v for k, v in tunables.items() if k in dict(tuning.SERVER_GRID[server])}}
         note = f"UNTUNED: vanilla from {source}; run `libception bench tune` first"
     out = []
-    for kind in s["kinds"]:
+    for item in s["kinds"]:
+        # a kind, or {"label", "kind", "set": {knob: value}}: the kind's
+        # point with knobs changed (e.g. libception with order fifo)
+        label, kind, changes = ((item, item, {}) if isinstance(item, str) else
+                                (item["label"], item["kind"], item.get("set") or {}))
         entry = tuned.get(kind) or {}
         point = entry.get("point") or (vanilla if kind == "vanilla" else
                                        tuning.start_point(server, kind, vanilla, s["disk"]))
-        out.append((kind, kind, point, entry.get("answer")))
+        out.append((label, kind, {**point, **changes}, entry.get("answer")))
     return out, note
 
 

@@ -306,6 +306,11 @@ def test_readers_go_on_when_the_daemon_dies(ext4, watcher):
 def test_watchdog_stopped_or_killed_is_replaced(ext4, watcher):
     path = ext4.file("x", 1 << 20)
     w = watcher([ext4.mnt])
+    # The daemon listens before its watch mode connects to it and forks
+    # the watchdog (seen in CI: none yet right after start).
+    end = time.monotonic() + HANG
+    while time.monotonic() < end and w.watchdog() is None:
+        time.sleep(0.05)
     for sig in (signal.SIGSTOP, signal.SIGKILL):
         old = w.watchdog()
         assert old

@@ -50,9 +50,9 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
     candidate is first probed once, first seed, at the lowest rate the
     best so far failed (or best x (1 + rel_resolution)): one that fails
     there cannot be told better than the best at the search's resolution,
-    and scores just below it, lower the more sessions
-    it failed; one that passes gets a first-seed search upward from there
-    and scores its answer.  The winner is then searched on every seed from
+    and scores just below it, lower the more sessions it failed; one that
+    passes gets a first-seed search upward from there (steps of 1 + 2 x
+    rel_resolution) and scores its answer.  The winner is then searched on every seed from
     its first-seed answer, and that answer is the result (out["score"],
     recorded under out["record_point"]).  Why: an every-seed search per
     candidate is about 18 probes of 7 minutes at the full probe, 12
@@ -62,7 +62,7 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
     Each record sits under `point` plus the candidate (so --resume skips
     it).  A configuration the server refuses scores None."""
     rel = float(search.get("rel_resolution", 0.1))
-    first = dict(search, seeds=1, all_seeds=False, growth=1 + 2 * rel)
+    first = dict(search, seeds=1, all_seeds=False)
     state = {"best": None, "above": None, "n": 0}
 
     def evaluate(p):
@@ -90,7 +90,7 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
                 rig.log(f"{name}: {p}: failed {probe['failed_pct']:.2f}% at {rate:g}/s: "
                         f"not better than {state['best']:g}/s")
                 return score
-            settings = dict(first, start=rate, passed=rate)
+            settings = dict(first, start=rate, passed=rate, growth=1 + 2 * rel)
         o = rig.max_rate(cfg, name, settings, where)
         answer = o.get("answer") or 0
         rig.log(f"{name}: {p}: {answer:g} sessions/s (first seed)")
@@ -102,10 +102,12 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
     if out["score"] is None:
         out["record_point"] = None
         return out
+    if int(search.get("seeds", 1)) <= 1:   # the first seed is every seed
+        out.update(first_seed_score=out["score"], record_point={**point, "candidate": out["best"]})
+        return out
     final = {**point, "candidate": out["best"], "confirmed": True}
-    growth = 1 + rel
     o = rig.max_rate(make_cfg(out["best"]), f"{tag}-confirm",
-                     dict(search, start=state["best"] or search["start"], growth=growth), final)
+                     dict(search, start=state["best"] or search["start"], growth=1 + rel), final)
     rig.log(f"{tag}: {out['best']}: {o.get('answer') or 0:g} sessions/s on every seed "
             f"(first seed: {state['best'] or 0:g})")
     out.update(first_seed_score=out["score"], score=o.get("answer"), record_point=final)

@@ -54,6 +54,8 @@ def kernel_row(rig, base, server, mode, tun, s, v):
             cfg["prefetch"] = s["prefetch"]
         return cfg
     search = dict(s["search"], start=v or s["search"]["start"])
+    if v:   # from vanilla's measured answer: small steps (bench/search.py)
+        search["growth"] = 1 + 2 * search.get("rel_resolution", 0.1)
     out = tune_config(rig, make_cfg, dims, start, s["kernel_budget"], search,
                       {"server": server, "config": f"{mode} kernel", "tunables": tun},
                       f"{server}-{mode}-kernel")

@@ -55,6 +55,7 @@ struct watch_range_info {
 #define TICK_MS 10              /* beats and deadline checks */
 #define DOG_STALE_NS (2000ull * 1000000)  /* a watchdog silent this long is replaced */
 #define DOG_TAKEOVER_MIN_NS (10ull * TICK_MS * 1000000)  /* ten beats */
+#define RD_WATCH_SLOTS 4096     /* misses waiting at once; more are allowed at once */
 
 enum { FREE, WAITING, ANSWERED };
 

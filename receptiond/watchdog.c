@@ -10,7 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <string.h>
+#include <stdio.h>
 #include <sys/fanotify.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -91,18 +91,11 @@ static void take_over(struct rd_watch_shared *sh, int fan_fd, int dir)
 	}
 }
 
-static void __attribute__((noreturn)) watchdog_main(struct rd_watch_shared *sh, int fan_fd)
+static void __attribute__((noreturn)) watchdog_main(struct rd_watch_shared *sh, int fan_fd,
+                                                     const char *fd_dir)
 {
-	/* Opened now, while the daemon surely runs: its fd table, by pid. */
-	char path[32] = "/proc/", *p = path + 6;
-	char digits[12];
-	int nd = 0;
-	for (unsigned v = (unsigned)sh->daemon; v || !nd; v /= 10)
-		digits[nd++] = (char)('0' + v % 10);
-	while (nd)
-		*p++ = digits[--nd];
-	memcpy(p, "/fd", 4);
-	int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Opened now, while the daemon surely runs: its fd table. */
+	int dir = open(fd_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (;;) {
 		uint64_t now = now_ns();
 		atomic_store(&sh->dog_beat_ns, now);
@@ -123,6 +116,8 @@ static void __attribute__((noreturn)) watchdog_main(struct rd_watch_shared *sh, 
 
 pid_t rd_watchdog_spawn(struct rd_watch_shared *sh, int fan_fd)
 {
+	char fd_dir[32];   /* formatted before the fork: snprintf is not async-signal-safe */
+	snprintf(fd_dir, sizeof fd_dir, "/proc/%d/fd", (int)sh->daemon);
 	pid_t pid = fork();
 	if (pid != 0)
 		return pid;
@@ -144,5 +139,5 @@ pid_t rd_watchdog_spawn(struct rd_watch_shared *sh, int fan_fd)
 		fan_fd = 3;
 	}
 	syscall(SYS_close_range, 4u, ~0u, 0u);   /* before watchdog_main opens /proc */
-	watchdog_main(sh, fan_fd);   /* the group is FAN_NONBLOCK */
+	watchdog_main(sh, fan_fd, fd_dir);   /* the group is FAN_NONBLOCK */
 }

@@ -29,8 +29,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define RD_WATCH_SLOTS 4096   /* misses waiting at once; more are allowed at once */
-
 struct rd_watch_shared {
 	_Atomic uint64_t listener_beat_ns;  /* CLOCK_MONOTONIC, by the listener */
 	_Atomic uint64_t deadline_beat_ns;  /* by the deadline thread */

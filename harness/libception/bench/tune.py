@@ -52,9 +52,9 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
     there cannot be told better than the best at the search's resolution,
     and scores just below it, lower the more sessions it failed; one that
     passes gets a first-seed search upward from there (steps of 1 + 2 x
-    rel_resolution) and scores its answer.  The winner is then searched on every seed from
-    its first-seed answer, and that answer is the result (out["score"],
-    recorded under out["record_point"]).  Why: an every-seed search per
+    rel_resolution) and scores its answer.  The winner is then searched
+    on every seed from its first-seed answer, and that answer is the
+    result (out["score"], recorded under out["record_point"]).  Why: an every-seed search per
     candidate is about 18 probes of 7 minutes at the full probe, 12
     candidates a day and a half per kind; a challenge is one probe, and
     no claim rests on a candidate that lost (the claims rest on the

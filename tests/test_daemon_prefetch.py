@@ -55,7 +55,11 @@ def test_prefetched_pages_wait_on_the_inactive_list(make_daemon, harness_cgroup,
     f = make_cold_file(str(scratch / "cold"), 32 * MiB)
     subprocess.run(["cat", f], env=d.env(), stdout=subprocess.DEVNULL, check=True,
                    preexec_fn=group.preexec)
-    assert d.device()["bytes_read"] >= 30 * MiB  # the daemon read the file
+    # The daemon read most of the file (other tests count its reads
+    # exactly; here a page the kernel read for cat is read once too, and
+    # stays inactive either way, so the lists below are the claim).
+    dev = d.device()
+    assert dev["bytes_read"] >= 16 * MiB, dev
     st = group.stat()
     assert st["total_inactive_file"] >= 30 * MiB
     assert st["total_active_file"] <= 2 * MiB

@@ -247,6 +247,7 @@ struct model_cost model_serve(struct model *m, int64_t t, const struct model_req
 		c.overhead = (int64_t)ms_to_ns(m->d.hit_overhead);
 		c.xfer = (int64_t)((double)r->len / (m->d.interface_rate * 1e-3));
 		c.total = c.overhead + c.xfer;
+		c.media = model_xfer_ns(m, r->pos, end);
 		m->free_t = t + c.total;
 		m->seg[seg].used = t;
 		/* A sequential reader keeps the read-ahead going in front of it;
@@ -276,6 +277,7 @@ struct model_cost model_serve(struct model *m, int64_t t, const struct model_req
 		m->seg[seg].start = r->pos;
 	}
 	c.total = c.overhead + c.seek + c.rot + c.xfer;
+	c.media = c.xfer;
 	m->head = end;
 	m->head_t = m->free_t = t + c.total;
 	m->seg[seg].end = end;

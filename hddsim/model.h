@@ -100,6 +100,9 @@ struct model_req {
 struct model_cost {
 	int64_t seek, rot, xfer, overhead;  /* ns */
 	int64_t total;                      /* sum of the above */
+	int64_t media;                      /* ns the bytes took to pass under the head:
+					       xfer, or for a hit the time the drive's
+					       read-ahead spent on them while idle */
 	uint64_t seek_dist;                 /* bytes the head moved */
 	int hit;                            /* 1 all from cache, 2 continued the head's read,
 					       3 joined the previous command (MODEL_MERGE_NS) */

@@ -197,6 +197,7 @@ void sched_wait(struct sched *s, struct sched_req *rq)
 		s->overhead += (uint64_t)c->overhead;
 		s->position += (uint64_t)(c->seek + c->rot);
 		s->transfer += (uint64_t)c->xfer;
+		s->media += (uint64_t)c->media;
 		s->service += (uint64_t)(rq->done_at - rq->start + wait);
 		s->wait += (uint64_t)wait;
 		s->seek_total += c->seek_dist;
@@ -304,6 +305,7 @@ size_t sched_stats(struct sched *s, char *buf, size_t len)
 		"position_s %.6f\n"
 		"overhead_s %.6f\n"
 		"transfer_s %.6f\n"
+		"media_s %.6f\n"
 		"commands %" PRIu64 "\n"
 		"commands_4k %" PRIu64 "\n"
 		"commands_under_128k %" PRIu64 "\n"
@@ -325,6 +327,7 @@ size_t sched_stats(struct sched *s, char *buf, size_t len)
 		(double)(s->lateness.total ? s->lateness.max : 0) / 1e3,
 		(double)hist_quantile(&s->service_hist, 0.99) / 1e6,
 		(double)s->position / 1e9, (double)s->overhead / 1e9, (double)s->transfer / 1e9,
+		(double)s->media / 1e9,
 		cmds.n, cmds.le_4k, cmds.under_128k, cmds.under_1m, cmds.over_1m);
 	pthread_mutex_unlock(&s->lock);
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;

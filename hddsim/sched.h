@@ -57,6 +57,7 @@ struct sched {
 	uint64_t reads_4k, reads_under_128k; /* short commands: page faults, split read-ahead */
 	uint64_t busy, service, wait, seek_total;
 	uint64_t overhead, position, transfer; /* ns: parts of busy */
+	uint64_t media;                        /* ns: model_cost.media summed */
 	struct cmd_sizes cmds;    /* finished commands, pieces joined */
 	uint64_t cmd_len;         /* the command in progress */
 	struct hist lateness, service_hist;

@@ -77,17 +77,27 @@ def test_full_probes_warm_up_a_mean_session_and_the_demo_stays_bounded():
 
 def test_disk_time_splits_busy_time_and_sizes():
     before = {"bytes": 0, "reads": 10, "busy_s": 1.0, "position_s": 0.6, "transfer_s": 0.3,
-              "overhead_s": 0.1, "commands": 9, "commands_4k": 2, "commands_under_128k": 4,
-              "commands_under_1m": 6, "commands_over_1m": 1}
+              "overhead_s": 0.1, "media_s": 0.3, "commands": 9, "commands_4k": 2,
+              "commands_under_128k": 4, "commands_under_1m": 6, "commands_over_1m": 1}
     after = {"bytes": 200e6, "reads": 130, "busy_s": 9.0, "position_s": 3.6, "transfer_s": 4.3,
-             "overhead_s": 1.1, "commands": 109, "commands_4k": 12, "commands_under_128k": 24,
-             "commands_under_1m": 56, "commands_over_1m": 11}
+             "overhead_s": 1.1, "media_s": 4.3, "commands": 109, "commands_4k": 12,
+             "commands_under_128k": 24, "commands_under_1m": 56, "commands_over_1m": 11}
     d = disktime.disk_time(disktime.summed([before]), disktime.summed([after]), 10.0)
     assert d["busy_s"] == 8.0 and d["position_s"] == 3.0 and d["transfer_s"] == 4.0
     assert d["transfer_share"] == 0.5 and d["busy_share"] == 0.8 and d["mb_per_s"] == 20.0
     assert d["reads"] == 120
     assert d["commands"] == {"<=4K": 10, "4K-128K": 10, "128K-1M": 30, "1M": 40, ">1M": 10}
     assert sum(d["commands"].values()) == 100
+
+
+def test_transfer_share_counts_what_the_drive_read_ahead():
+    # Commands the drive's cache served move at the interface's speed
+    # (transfer_s 0.5 s), but their bytes took 3.5 s of the platter's time
+    # while it read ahead: that is transfer, not idle.
+    after = {"busy_s": 3.0, "position_s": 2.0, "transfer_s": 0.5, "overhead_s": 0.5,
+             "media_s": 3.5, "bytes": 400e6}
+    d = disktime.disk_time(disktime.summed([{}]), disktime.summed([after]), 10.0)
+    assert d["transfer_share"] == round(3.5 / 6.0, 4) and d["busy_share"] == 0.3
 
 
 def test_queue_wait_quantiles_of_the_interval_only():

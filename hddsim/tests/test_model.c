@@ -152,6 +152,12 @@ static void test_readahead(void)
 		struct model_req r = { pos + (uint64_t)i * 65536, 65536, t };
 		struct model_cost c = model_serve(&m, t, &r);
 		hits += c.hit == 1;
+		/* A hit moves at the interface's speed, but its bytes took
+		 * the platter's time to read ahead: media counts that. */
+		int64_t media = model_xfer_ns(&m, r.pos, r.pos + r.len);
+		CHECK(c.media == media && (c.hit != 1 || c.xfer < media / 4),
+		      "read %d (kind %d): media %lld ns, platter %lld, xfer %lld", i, c.hit,
+		      (long long)c.media, (long long)media, (long long)c.xfer);
 		t += c.total + 2000000; /* 2 ms think time */
 	}
 	CHECK(hits == 15, "read-ahead: %d of 15 follow-up reads hit", hits);

@@ -3,7 +3,7 @@ and receptiond's queue wait over the same interval from two snapshots of
 its histogram (docs/benchmark.md, "Disk time and queue wait")."""
 
 # hddsim counters the snapshots sum over the mounts
-COUNTERS = ("bytes", "reads", "busy_s", "position_s", "transfer_s", "overhead_s",
+COUNTERS = ("bytes", "reads", "busy_s", "position_s", "transfer_s", "overhead_s", "media_s",
             "commands", "commands_4k", "commands_under_128k", "commands_under_1m",
             "commands_over_1m")
 
@@ -16,14 +16,19 @@ def summed(disk_stats):
 def disk_time(before, after, elapsed_s):
     """Seconds positioning, transferring and in command overhead between
     two summed snapshots, the commands by size class, MB/s from the disk,
-    the busy share and the transfer share (of the busy time)."""
+    the busy share, and the transfer share: of the drive's time on the
+    bytes it delivered, the share spent passing them under the head
+    (media_s, which counts the bytes its read-ahead read while idle and a
+    later command took from the cache; busy_s counts those commands at
+    the interface's speed)."""
     d = {k: after.get(k, 0) - before.get(k, 0) for k in COUNTERS}
     busy = d["busy_s"]
+    mechanical = d["media_s"] + d["position_s"] + d["overhead_s"]
     return {"elapsed_s": round(elapsed_s, 3), "busy_s": round(busy, 3),
             "position_s": round(d["position_s"], 3), "transfer_s": round(d["transfer_s"], 3),
-            "overhead_s": round(d["overhead_s"], 3),
+            "overhead_s": round(d["overhead_s"], 3), "media_s": round(d["media_s"], 3),
             "busy_share": round(busy / elapsed_s, 4) if elapsed_s > 0 else None,
-            "transfer_share": round(d["transfer_s"] / busy, 4) if busy > 0 else None,
+            "transfer_share": round(d["media_s"] / mechanical, 4) if mechanical > 0 else None,
             "mb_per_s": round(d["bytes"] / elapsed_s / 1e6, 3) if elapsed_s > 0 else None,
             "reads": d["reads"],
             # drive commands (pieces FUSE delivered back to back count once)

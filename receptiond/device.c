@@ -13,6 +13,7 @@
 
 #include "cfg.h"
 #include "log.h"
+#include "prefetch.h"
 
 void *rd_worker_main(void *arg);   /* worker.c */
 
@@ -118,10 +119,26 @@ static void fs_type(dev_t dev, char *out, size_t len)
 	fclose(f);
 }
 
+/* max(max_sectors_kb, read_ahead_kb) of the queue under sysfs dir, in
+ * bytes, capped at RD_PIECE; RD_HINT if neither can be read. */
+static uint64_t hint_bytes(const char *dir)
+{
+	static const char *const knobs[] = { "max_sectors_kb", "read_ahead_kb" };
+	char path[PATH_MAX + 32], buf[64];
+	uint64_t most = RD_HINT;
+	for (size_t i = 0; i < sizeof knobs / sizeof *knobs; i++) {
+		snprintf(path, sizeof path, "%s/queue/%s", dir, knobs[i]);
+		if (read_line(path, buf, sizeof buf) == 0 && strtoull(buf, NULL, 10) << 10 > most)
+			most = strtoull(buf, NULL, 10) << 10;
+	}
+	return most < RD_PIECE ? most : RD_PIECE;
+}
+
 void rd_device_identify(dev_t fs_dev, struct rd_device_info *info, char *name, size_t namelen)
 {
 	char sys[PATH_MAX + 32], real[PATH_MAX], buf[256];
 	memset(info, 0, sizeof *info);
+	info->hint_bytes = RD_HINT;
 	info->fs_dev = fs_dev;
 	info->disk = fs_dev;
 	info->rotational = -1;
@@ -140,6 +157,9 @@ void rd_device_identify(dev_t fs_dev, struct rd_device_info *info, char *name, s
 		if (slash)
 			*slash = 0;
 	}
+	/* The file system's own queue (not a slave's) sets what one WILLNEED
+	 * call reads (prefetch.c). */
+	info->hint_bytes = hint_bytes(real);
 	for (int depth = 0; depth < 4; depth++) {
 		char slave[PATH_MAX], r2[PATH_MAX];
 		if (single_slave(real, slave, sizeof slave) || !realpath(slave, r2))
@@ -318,9 +338,10 @@ static struct rd_device *create(dev_t fs_dev, int *direct)
 		d->nworkers = 64;
 	if (!start_workers(d))
 		goto fail;
-	rd_log("device %s (%u:%u): policy %s%s%s, %u worker%s%s", d->name, major(info.disk),
-	       minor(info.disk), d->policy.ops->name, d->args[0] ? ":" : "", d->args, d->nworkers,
-	       d->nworkers == 1 ? "" : "s",
+	rd_log("device %s (%u:%u): policy %s%s%s, %u worker%s, reads asked %llu KiB at a time%s",
+	       d->name, major(info.disk), minor(info.disk), d->policy.ops->name,
+	       d->args[0] ? ":" : "", d->args, d->nworkers, d->nworkers == 1 ? "" : "s",
+	       (unsigned long long)(info.hint_bytes >> 10),
 	       d->policy.direct ? ", direct (ENSUREs answered at once, the library reads)" : "");
 	/* Published whole: the metrics thread walks the list unlocked. */
 	__atomic_store_n(devices_tail, d, __ATOMIC_RELEASE);

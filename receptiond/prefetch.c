@@ -101,21 +101,33 @@ uint64_t rd_resident_end_step(int fd, uint64_t lo, uint64_t hi, uint64_t limit, 
 }
 
 /*
- * Ask the kernel to start reading [lo, hi) in RD_HINT pieces before the
- * pread that guarantees it.  On a device whose read_ahead_kb is 0 a
- * buffered read fetches one page per command; WILLNEED still issues up
- * to max(io_pages, ra_pages) (128 KiB on FUSE) per call, all queued at
- * once.  Measured on hddsim (wd-red, 32 MiB read 4 KiB at a time under
- * libception): read_ahead_kb=0 took 1.0-1.5 s without the hint, 0.37 s
- * with it; read_ahead_kb=128 took 0.33 s either way.  The hint is only a
- * hint: the loads of map_piece are what make the window resident.
+ * Ask the kernel to start reading [lo, hi).  One WILLNEED call reads at
+ * most max(io_pages, ra_pages) from its start: 128 KiB on FUSE, 1280 KiB
+ * on a loop device (max_sectors_kb).  So the calls are `step` apart, the
+ * most the device's queue lets one read (struct rd_device_info), and a
+ * block device gets each as one large request instead of ten of 128 KiB
+ * (which reached hddsim as separate drive commands).  Calls RD_HINT apart
+ * follow, for a queue that reads less than its sysfs says: pages already
+ * cached or in flight cost them nothing.  On a device whose read_ahead_kb
+ * is 0 a buffered read fetches one page per command; measured on hddsim
+ * (wd-red, 32 MiB read 4 KiB at a time under libception):
+ * read_ahead_kb=0 took 1.0-1.5 s without the hints, 0.37 s with them;
+ * read_ahead_kb=128 took 0.33 s either way.  The hints are only hints:
+ * the loads of map_piece are what make the window resident.
  */
-static void hint(int fd, uint64_t lo, uint64_t hi)
+static void hint_every(int fd, uint64_t lo, uint64_t hi, uint64_t step)
 {
-	for (uint64_t o = lo; o < hi; o += RD_HINT) {
-		uint64_t n = hi - o < RD_HINT ? hi - o : RD_HINT;
+	for (uint64_t o = lo; o < hi; o += step) {
+		uint64_t n = hi - o < step ? hi - o : step;
 		posix_fadvise(fd, (off_t)o, (off_t)n, POSIX_FADV_WILLNEED);
 	}
+}
+
+static void hint(int fd, uint64_t lo, uint64_t hi, uint64_t step)
+{
+	if (step > RD_HINT)
+		hint_every(fd, lo, hi, step);
+	hint_every(fd, lo, hi, RD_HINT);
 }
 
 /*
@@ -212,7 +224,7 @@ static int64_t read_piece(int fd, uint64_t off, uint64_t end, void *scratch)
 	return (int64_t)done;
 }
 
-void rd_prefetch(int fd, uint64_t lo, uint64_t hi, void *scratch,
+void rd_prefetch(int fd, uint64_t lo, uint64_t hi, uint64_t hint_bytes, void *scratch,
                  const volatile int *stop, struct rd_prefetch_result *res)
 {
 	res->bytes_read = 0;
@@ -220,6 +232,8 @@ void rd_prefetch(int fd, uint64_t lo, uint64_t hi, void *scratch,
 	res->end = lo;
 	uint64_t ps = page_size();
 	uint64_t off = lo;
+	uint64_t hinted = lo;      /* reads asked for up to here */
+	int64_t ahead_cached = 0;  /* pages of the piece ending at hinted cached before its hint */
 	while (off < hi) {
 		if (stop && *stop)
 			return;
@@ -228,10 +242,22 @@ void rd_prefetch(int fd, uint64_t lo, uint64_t hi, void *scratch,
 		uint64_t end = (off / RD_PIECE + 1) * RD_PIECE;
 		if (end > hi)
 			end = hi;
-		int64_t cached = rd_cached_pages(fd, off, end);
+		/* A piece hinted with the one before it is counted as it was
+		 * then: what the hint brought in since was read for us. */
+		int64_t cached = off < hinted ? ahead_cached : rd_cached_pages(fd, off, end);
 		uint64_t pages = pages_in(off, end);
 		if (cached < 0 || (uint64_t)cached < pages) {
-			hint(fd, off, end);
+			/* The next piece's reads go out with this one's, so
+			 * the disk streams on from this piece's end while its
+			 * pages are loaded: one transfer, where waiting for
+			 * them left a gap between two commands. */
+			uint64_t ahead = end + RD_PIECE < hi ? end + RD_PIECE : hi;
+			if (hinted < ahead) {
+				if (ahead > end)
+					ahead_cached = rd_cached_pages(fd, end, ahead);
+				hint(fd, hinted > off ? hinted : off, ahead, hint_bytes);
+				hinted = ahead;
+			}
 			int64_t got = map_piece(fd, off, end);
 			if (got == PIECE_UNMAPPABLE)
 				got = read_piece(fd, off, end, scratch);

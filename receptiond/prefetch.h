@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define RD_PIECE (1u << 20)   /* largest piece made resident at once */
-#define RD_HINT  (128u << 10) /* WILLNEED hints per call (see prefetch.c) */
+#define RD_HINT  (128u << 10) /* what one WILLNEED call reads at least (prefetch.c) */
 
 /* The window to read for asked range [lo, hi): [lo, max(hi, lo+size)),
  * clipped at end of file.  Pure, for unit tests. */
@@ -45,10 +45,11 @@ struct rd_prefetch_result {
 
 /*
  * Make [lo, hi) of fd resident, skipping 1 MiB pieces that are already
- * cached, using scratch (RD_PIECE bytes).  *stop is checked between
- * pieces so shutdown is prompt.
+ * cached, using scratch (RD_PIECE bytes).  hint_bytes: the most one
+ * WILLNEED call reads on fd's file system (struct rd_device_info; RD_HINT
+ * if unknown).  *stop is checked between pieces so shutdown is prompt.
  */
-void rd_prefetch(int fd, uint64_t lo, uint64_t hi, void *scratch,
+void rd_prefetch(int fd, uint64_t lo, uint64_t hi, uint64_t hint_bytes, void *scratch,
                  const volatile int *stop, struct rd_prefetch_result *res);
 
 /* Open a private description of the file behind fd (see above), or -1. */

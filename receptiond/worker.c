@@ -281,7 +281,7 @@ static void read_window(struct rd_device *d, const struct rd_req *r, int fd, voi
 		if (end > r->win_hi)
 			end = r->win_hi;
 		struct rd_prefetch_result res;
-		rd_prefetch(fd, at, end, scratch, &d->stop, &res);
+		rd_prefetch(fd, at, end, d->info.hint_bytes, scratch, &d->stop, &res);
 		out->bytes_read += res.bytes_read;
 		out->error = res.error;
 		out->end = res.end;

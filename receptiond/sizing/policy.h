@@ -40,6 +40,9 @@ struct rd_device_info {
 	dev_t disk;            /* whole-disk dev_t, or fs_dev for anonymous devices */
 	int block;             /* 1 if a block device in /sys/dev/block */
 	int rotational;        /* /sys/block/<disk>/queue/rotational, -1 unknown */
+	uint64_t hint_bytes;   /* most one WILLNEED call reads on the file system:
+				  max(max_sectors_kb, read_ahead_kb) of its queue,
+				  RD_HINT where it has none (FUSE) */
 	uint64_t default_size; /* the daemon's --prefetch (bytes) */
 	const char *args;      /* text after "NAME:" in --policy, "" if none */
 };

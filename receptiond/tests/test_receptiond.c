@@ -275,14 +275,14 @@ static void test_prefetch_to_file_end(void)
 		             (off_t)done) > 0);
 	void *scratch = malloc(RD_PIECE);
 	struct rd_prefetch_result res;
-	rd_prefetch(fd, 0, 4u << 20, scratch, NULL, &res);
+	rd_prefetch(fd, 0, 4u << 20, RD_HINT, scratch, NULL, &res);
 	CHECK(res.error == 0 && res.end == size);
 	CHECK(rd_is_resident(fd, 0, size) != 0);
-	rd_prefetch(fd, 4096, size, scratch, NULL, &res);  /* all cached: nothing to do */
+	rd_prefetch(fd, 4096, size, RD_HINT, scratch, NULL, &res);  /* all cached: nothing to do */
 	CHECK(res.error == 0 && res.end == size && res.bytes_read == 0);
 	CHECK(ftruncate(fd, 8192) == 0);
 	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-	rd_prefetch(fd, 0, 1u << 20, scratch, NULL, &res);
+	rd_prefetch(fd, 0, 1u << 20, RD_HINT, scratch, NULL, &res);
 	CHECK(res.error == 0 && res.end == 8192);
 	free(scratch);
 	close(fd);

@@ -311,6 +311,13 @@ def test_compare_runs_balanced_rounds_reports_every_one_and_reruns_a_disturbed_o
     assert "libception / vanilla: 4.00" in text and "target >= 2 met" in text
 
 
+def vidload_errors(**counts):
+    """A probe's "errors" as vidload gives them: every kind, most of them 0
+    (an empty dict here once hid a test of `if errors:`, always true)."""
+    return {k: counts.get(k, 0) for k in ("connect", "closed", "http", "deadline",
+                                            "integrity", "client")}
+
+
 class ScoreRig(ThresholdRig):
     """A rig whose max-rate answer is a function of the configuration."""
 
@@ -335,7 +342,8 @@ class ScoreRig(ThresholdRig):
         self.configs.append((point["kind"], cfg))
         score = self.score(cfg)
         failed = 0.0 if rate <= score else 100.0 * (rate - score) / rate
-        return {"probe": {"pass": rate <= score, "failed_pct": failed, "errors": {}}}
+        return {"probe": {"pass": rate <= score, "failed_pct": failed,
+                          "errors": vidload_errors(deadline=int(failed))}}
 
 
 def test_bench_tune_gives_every_kind_the_same_budget_from_vanillas_winner(tmp_path):
@@ -402,7 +410,8 @@ class SearchRig:
 
     def probe_at(self, cfg, tag, point, settings, rate, what=None):
         ok = self._passes(cfg, rate, settings["seed"])
-        rec = {"probe": {"pass": ok, "failed_pct": 0.0 if ok else 5.0, "errors": {}}}
+        rec = {"probe": {"pass": ok, "failed_pct": 0.0 if ok else 5.0,
+                         "errors": vidload_errors(deadline=0 if ok else 5)}}
         self.add(point, **rec)
         return rec
 
@@ -444,6 +453,25 @@ def test_tuning_challenges_each_candidate_once_and_confirms_the_winner_on_every_
     assert {c for c, _, s in rig.probes if s > 1} == {json.dumps({"x": 3})}
     # far fewer probes than an every-seed search per candidate (about 18 each)
     assert len(rig.probes) < 6 * 18 / 2
+
+
+def test_a_challenger_that_sends_a_wrong_byte_is_out(tmp_path):
+    from libception.bench import common, tune
+
+    class WrongBytes(SearchRig):
+        def probe_at(self, cfg, tag, point, settings, rate, what=None):
+            rec = super().probe_at(cfg, tag, point, settings, rate, what)
+            if cfg["p"]["x"] == 3:   # the fastest, but it corrupts
+                rec["probe"].update(errors=vidload_errors(integrity=1), **{"pass": False})
+            return rec
+    rates = {1: 5.0, 2: 6.0, 3: 9.0}
+    rig = WrongBytes(tmp_path, lambda p: rates[p["x"]])
+    out = tune.tune_config(rig, lambda p: {"server": "nginx", "tunables": {}, "p": p},
+                           [("x", [1, 2, 3])], {"x": 1}, 12,
+                           dict(common.search_settings(False, start=6), seeds=1),
+                           {"part": "tune", "server": "nginx", "kind": "t"}, "t")
+    assert out["best"] == {"x": 2}
+    assert any("{'x': 3}: integrity errors" in line for line in rig.lines)
 
 
 def test_compare_takes_a_kind_with_knobs_changed_under_its_own_label():

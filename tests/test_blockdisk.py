@@ -213,6 +213,19 @@ def test_queue_knobs_recorded_as_the_kernel_took_them(env, stack):
         loopdev.set_queue(d.dev, {"scheduler": "no-such-elevator"})
 
 
+def test_queue_starts_as_a_sata_disks_whatever_the_loop_device_kept(env, stack):
+    # A loop device keeps its last user's knobs; the next stack on it
+    # (the first free number: usually the same one) starts from a disk's.
+    d = stack(env["lib"], name="first", queue={"scheduler": "bfq", "nr_requests": 32})
+    d.read_ahead_kb = 4096
+    dev = d.dev
+    d.unmount()
+    e = stack(env["lib"], name="second")
+    want = blockdisk.SATA_QUEUE
+    assert {k: e.queue[k] for k in want} == want, (dev, e.dev, e.queue)
+    assert e.queue["nr_requests"] != 32
+
+
 def test_rig_serves_nginx_from_the_block_disk(env, scratch, harness_port):
     """A benchmark configuration on the block disk: nginx in its cgroup
     serves the videos from ext4, the queue as configured."""

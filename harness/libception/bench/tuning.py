@@ -17,6 +17,8 @@ rig's configuration dictionary.
 """
 import json
 
+from .. import blockdisk
+
 # Each server's knobs: (dimension, values in walking order).  Values are
 # plain data; configure() maps them onto servers.py's tunables.
 SERVER_GRID = {
@@ -61,8 +63,8 @@ KERNEL_GRID = {
               ("scheduler", ["mq-deadline", "none", "bfq", "kyber"]),
               ("max_sectors_kb", [128, 256, 512, 1024, 1280])],
 }
-# A SATA disk's defaults on Debian.
-KERNEL_START = {"read_ahead_kb": 128, "scheduler": "mq-deadline", "max_sectors_kb": 1280}
+# A SATA disk's defaults on Debian: where the block disk starts.
+KERNEL_START = blockdisk.SATA_QUEUE
 
 LIBCEPTION_GRID = [
     ("window", ["512K", "1M", "2M", "4M", "8M"]),

@@ -201,6 +201,9 @@ def test_trace_shows_position_order(ext4_on_hddsim, make_daemon, mode):
         replies = [lcd.recv_ensure_reply(s) for _ in SENT]
     assert all(r["status_name"] == "ok" for r in replies), replies
     st = device_stats(d, name)["order"]
+    # The daemon may still hold the file for a moment after its replies:
+    # ext4 would be busy, hddsim could not unmount and flush its trace.
+    d.kill()
     stop()   # ext4, loop device, hddsim: flushes the trace
 
     served = []

@@ -128,8 +128,11 @@ static uint64_t hint_bytes(const char *dir)
 	uint64_t most = RD_HINT;
 	for (size_t i = 0; i < sizeof knobs / sizeof *knobs; i++) {
 		snprintf(path, sizeof path, "%s/queue/%s", dir, knobs[i]);
-		if (read_line(path, buf, sizeof buf) == 0 && strtoull(buf, NULL, 10) << 10 > most)
-			most = strtoull(buf, NULL, 10) << 10;
+		if (read_line(path, buf, sizeof buf) != 0)
+			continue;
+		uint64_t bytes = strtoull(buf, NULL, 10) << 10;
+		if (bytes > most)
+			most = bytes;
 	}
 	return most < RD_PIECE ? most : RD_PIECE;
 }

@@ -308,7 +308,7 @@ def test_bench_on_the_block_disk_records_it(env, tmp_path):
 
 @pytest.mark.parametrize("sets, message", [
     (["disk=floppy"], "disk 'floppy'"),
-    (["scheduler=bfq"], "only with disk=block"),
+    (["disk=fuse", "scheduler=bfq"], "only with disk=block"),
     (["disk=block", "max_sectors_kb=-4"], "positive whole number"),
     (["disk=block", "fs=ntfs"], "fs 'ntfs'"),
 ])

@@ -292,7 +292,7 @@ class ThresholdRig:
 def test_compare_runs_balanced_rounds_reports_every_one_and_reruns_a_disturbed_one(tmp_path):
     from libception.bench import compare
     s = compare.settings(True)
-    s.update(rounds=3, seeds=3, resamples=300)
+    s.update(disk="fuse", rounds=3, seeds=3, resamples=300)
     rig = ThresholdRig(tmp_path, {"vanilla": 4, "kernel": 7, "libception": 15}, disturbed={2})
     assert compare.run(rig, s) == 0
     rounds = [[lab for r, lab in rig.calls if r == n] for n in range(1, 5)]
@@ -358,7 +358,7 @@ def test_bench_tune_gives_every_kind_the_same_budget_from_vanillas_winner(tmp_pa
         rate = workers[cfg["tunables"]["workers"]] + readahead.get(cfg.get("read_ahead_kb"), 0)
         return rate * (2 if cfg["mode"] == "libception" else 1)
     s = tune.settings(True)
-    s["budget"] = 6
+    s.update(disk="fuse", budget=6)   # the grid of read_ahead_kb alone
     rig = ScoreRig(tmp_path, score)
     assert tune.run(rig, s) == 0
     best = json.loads((tmp_path / tune.TUNED_FILE).read_text())["nginx"]

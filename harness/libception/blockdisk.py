@@ -22,10 +22,14 @@ import subprocess
 
 from . import cleanup, diskimage, hddsim, loopdev, pagecache
 
-# Settings of the video scenarios that choose the disk (`bench --set KEY=VALUE`).
-DISK_SETTINGS = {"disk": "fuse", "fs": "ext4", "scheduler": None, "read_ahead_kb": None,
+# Settings of the video scenarios that choose the disk (`bench --set KEY=VALUE`):
+# the block disk unless a run asks for FUSE.
+DISK_SETTINGS = {"disk": "block", "fs": "ext4", "scheduler": None, "read_ahead_kb": None,
                  "max_sectors_kb": None, "nr_requests": None}
 DISKS = ("fuse", "block")
+# What a configuration without a "disk" key ran on: results from before the
+# block disk existed, and callers that mount a library directly.
+UNSAID = "fuse"
 # The queue a SATA hard disk gets on Debian, which the block disk starts
 # from before a scenario's knobs: a loop device starts elsewhere (no
 # scheduler; read_ahead_kb twice the backing file's block size, 2560 KiB
@@ -138,7 +142,7 @@ class BlockDisk:
 
 def check_settings(s):
     """The disk settings of a scenario (DISK_SETTINGS' keys), or ValueError."""
-    if s.get("disk", "fuse") not in DISKS:
+    if s.get("disk", UNSAID) not in DISKS:
         raise ValueError(f"disk {s['disk']!r}: one of {', '.join(DISKS)}")
     if s.get("fs", "ext4") not in diskimage.FILESYSTEMS:
         raise ValueError(f"fs {s['fs']!r}: one of {', '.join(diskimage.FILESYSTEMS)}")
@@ -149,13 +153,13 @@ def check_settings(s):
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0):
             raise ValueError(f"{k} {v!r}: a positive whole number")
     block_only = [k for k in ("scheduler", "max_sectors_kb", "nr_requests") if s.get(k) is not None]
-    if s.get("disk", "fuse") == "fuse" and block_only:
+    if s.get("disk", UNSAID) == "fuse" and block_only:
         raise ValueError(f"{', '.join(block_only)}: only with disk=block (FUSE has no block queue)")
 
 
 def disk_config(s):
     """The disk keys a configuration records: the disk, and the knobs set."""
-    out = {"disk": s.get("disk", "fuse")}
+    out = {"disk": s.get("disk", UNSAID)}
     if out["disk"] == "block":
         out["fs"] = s.get("fs", "ext4")
     for k in loopdev.QUEUE_KNOBS:
@@ -168,7 +172,7 @@ def mount(where, drive, library, cfg, **opts):
     """The disk a configuration asks for: hddsim's FUSE mount of the
     library, or with cfg["disk"] == "block" the block disk, its queue knobs
     set from cfg (read_ahead_kb is set by the caller on either)."""
-    if cfg.get("disk", "fuse") != "block":
+    if cfg.get("disk", UNSAID) != "block":
         return hddsim.Mount(where, drive, library, **opts)
     queue = {k: cfg.get(k) for k in ("scheduler", "max_sectors_kb", "nr_requests")}
     return BlockDisk(where, drive, library, fs=cfg.get("fs", "ext4"), queue=queue, **opts)

@@ -26,7 +26,7 @@ PROBES = 6   # a search's probes per seed, as steps() counts them
 def settings(quick):
     seeds = 2 if quick else 3
     return {"library": {"preset": "sd", "count": 60 if quick else common.FULL_VIDEOS, "seed": 1},
-            "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red", "disk": "fuse",
+            "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red",
             "server": "nginx", "kinds": list(tuning.KINDS),
             # a `bench tune` tuned.json; None: untuned (see above)
             "tuned": None,

@@ -70,7 +70,11 @@ class Rig:
 
     def with_disk(self, cfg):
         """`cfg` with the scenario's disk and block-queue knobs, which the
-        configuration's own keys (a kernel row's read_ahead_kb) override."""
+        configuration's own keys (a kernel row's read_ahead_kb) override.
+        A configuration that serves a real directory (docroot) has no
+        emulated disk, and records none."""
+        if "docroot" in cfg:
+            return cfg
         return {**blockdisk.disk_config(self.disk), **cfg}
 
     def socket_path(self, tag):
@@ -322,8 +326,10 @@ def _jsonable(cfg):
 
 def describe(cfg):
     parts = [cfg.get("server", "nginx"), cfg.get("mode", "vanilla")]
-    if cfg.get("disk", "fuse") != "fuse":
-        parts.append(f"{cfg['disk']} disk ({cfg.get('fs', 'ext4')})")
+    if cfg.get("disk") == "block":
+        parts.append(f"block disk ({cfg.get('fs', 'ext4')})")
+    elif cfg.get("disk") == "fuse":
+        parts.append("FUSE disk")
     for k in ("scheduler", "max_sectors_kb", "nr_requests"):
         if cfg.get(k) is not None:
             parts.append(f"{k} {cfg[k]}")

@@ -71,7 +71,7 @@ def settings(quick):
             "servers": ["nginx", "apache", "lighttpd"],
             "candidates": {k: (v[:2] if quick else v) for k, v in CANDIDATES.items()},
             # candidates the kernel rows' tuning may try (0: no kernel rows)
-            "disk": "fuse", "kernel_budget": 2 if quick else tuning.BUDGET,
+            "kernel_budget": 2 if quick else tuning.BUDGET,
             "prefetch": "2M", "screen_factor": 1.15,
             "search": common.search_settings(quick, start=2 if quick else 6)}
 

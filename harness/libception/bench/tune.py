@@ -23,7 +23,7 @@ TUNED_FILE = "tuned.json"
 def settings(quick):
     seeds = 1 if quick else 3
     return {"library": {"preset": "sd", "count": 60 if quick else common.FULL_VIDEOS, "seed": 1},
-            "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red", "disk": "fuse",
+            "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red",
             "servers": ["nginx", "apache", "lighttpd"], "kinds": list(tuning.KINDS),
             "budget": 3 if quick else tuning.BUDGET,
             "search": {**common.search_settings(quick, start=2 if quick else 6),

@@ -81,14 +81,14 @@ WATCH = "watch"
 BUDGET = 12
 
 
-def grid(server, kind, disk="fuse"):
+def grid(server, kind, disk=blockdisk.UNSAID):
     """The dimensions `kind` tunes on `server`, its own knobs first."""
     own = {"vanilla": [], "kernel": KERNEL_GRID[disk], "libception": LIBCEPTION_GRID,
            WATCH: LIBCEPTION_GRID}[kind]
     return list(own) + list(SERVER_GRID[server])
 
 
-def start_point(server, kind, vanilla_best=None, disk="fuse"):
+def start_point(server, kind, vanilla_best=None, disk=blockdisk.UNSAID):
     """Where `kind` starts: the shipped server settings for vanilla;
     vanilla's winning server settings, with the kind's own defaults, for
     the others."""

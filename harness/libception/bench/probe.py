@@ -17,7 +17,7 @@ import threading
 import time
 
 from .. import vidload
-from . import cpumeter, disktime, steady
+from . import cpumeter, disktime, stats, steady
 
 SAMPLE_S = 5.0   # timeline interval (vidload's and the memory group's)
 
@@ -309,6 +309,5 @@ def probe(rig, h, cfg, settings, rate, seed):
         lists = h.group.file_lists()
         lists["refault_file"] -= lists_before["refault_file"]
         rec["memory_lists"] = lists
-    rec["pass"] = (res["failed_pct"] <= settings.get("max_fail", 0.3)
-                   and not res["errors"].get("integrity"))
+    rec["pass"] = stats.probe_passed(rec, settings.get("max_fail", 0.3))
     return rec

@@ -30,12 +30,18 @@ RESAMPLES = 4000
 
 # --- the pass rule -----------------------------------------------------------
 
+def wrong_bytes(rec):
+    """Whether a probe's sessions got any byte other than the file's
+    (vidload's integrity errors): such a probe fails whatever its rate."""
+    return bool((rec.get("errors") or {}).get("integrity"))
+
+
 def probe_passed(rec, max_fail=0.3):
     """One seed's run at one rate: at most `max_fail` percent of its
     sessions failed and no byte was wrong."""
     if "pass" in rec:
         return bool(rec["pass"])
-    return rec["failed_pct"] <= max_fail and not (rec.get("errors") or {}).get("integrity")
+    return rec["failed_pct"] <= max_fail and not wrong_bytes(rec)
 
 
 def rate_verdict(seed_passed, min_seeds=3):

@@ -15,7 +15,7 @@ import json
 import os
 
 from .. import servers
-from . import common, tuning
+from . import common, stats, tuning
 
 TUNED_FILE = "tuned.json"
 
@@ -82,7 +82,7 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
             rate = state["above"] or round(state["best"] * (1 + rel), 3)
             probe = rig.probe_at(cfg, f"{name}-challenge", {**where, "challenge": rate}, first,
                                  rate, f"{name}: challenging {state['best']:g}/s")["probe"]
-            if (probe.get("errors") or {}).get("integrity"):
+            if stats.wrong_bytes(probe):
                 rig.log(f"{name}: {p}: integrity errors at {rate:g}/s")
                 return None
             if not probe["pass"]:

@@ -16,8 +16,9 @@ BUILD       = $(CURDIR)/build
 
 # Man pages, made from their docs/ pages (scripts/mkman.sh): one text.
 MAN1 = libception hddsim hddsim-mkdisk vidload receptiond-profile
+MAN7 = libception-watch libception-security
 MAN8 = receptiond libception.so
-MANPAGES = $(MAN1:%=$(BUILD)/man/%.1) $(MAN8:%=$(BUILD)/man/%.8)
+MANPAGES = $(MAN1:%=$(BUILD)/man/%.1) $(MAN7:%=$(BUILD)/man/%.7) $(MAN8:%=$(BUILD)/man/%.8)
 
 .PHONY: all $(COMPONENTS) man install test check demo deps deb clean fuzz
 
@@ -30,7 +31,7 @@ $(COMPONENTS):
 
 man: $(MANPAGES)
 
-$(BUILD)/man/%.1 $(BUILD)/man/%.8: docs/%.md scripts/mkman.sh VERSION
+$(BUILD)/man/%.1 $(BUILD)/man/%.7 $(BUILD)/man/%.8: docs/%.md scripts/mkman.sh VERSION
 	@mkdir -p $(@D)
 	scripts/mkman.sh $< $@
 
@@ -39,8 +40,10 @@ install: $(COMPONENTS) man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/libception
 	install -m 755 harness/bin/libception $(DESTDIR)$(PREFIX)/bin/libception
 	install -m 644 VERSION $(DESTDIR)$(PREFIX)/share/libception/VERSION
-	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man8
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
+	           $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 644 $(filter %.1,$(MANPAGES)) $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 $(filter %.7,$(MANPAGES)) $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 644 $(filter %.8,$(MANPAGES)) $(DESTDIR)$(PREFIX)/share/man/man8
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/libception
 	sed 's|@BINDIR@|$(PREFIX)/bin|' receptiond/systemd/receptiond.service.in \

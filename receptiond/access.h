@@ -1,5 +1,5 @@
 /*
- * access.h - who may use receptiond (docs/receptiond.md "Access model").
+ * access.h - who may use receptiond (docs/libception-security.md "Access model").
  *
  * Connecting: `--access all|owner|group:NAME`.  Root and the daemon's own
  * uid may always connect.  `owner` admits nobody else; `group:NAME`

@@ -1,4 +1,4 @@
-"""receptiond's access model (docs/receptiond.md "Access model"): where
+"""receptiond's access model (docs/libception-security.md "Access model"): where
 the per-user socket lives and who made its directory, whom the library
 hands its descriptors to, who may connect (--access), and who may stop
 the daemon (judged per message).  Attackers run as nobody."""

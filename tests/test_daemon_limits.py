@@ -1,4 +1,4 @@
-"""Per-user limits of receptiond (docs/receptiond.md "Limits per user"):
+"""Per-user limits of receptiond (docs/libception-security.md "Limits per user"):
 one user's connections, queued misses, queued bytes and pending closes
 cannot take what the others need; and the fairness bound of issue 25: a
 flood of 64 MiB windows from one user leaves another user's cold misses

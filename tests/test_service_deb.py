@@ -91,6 +91,7 @@ def test_contents(deb):
               "/usr/lib/libception.so", "/lib/systemd/system/receptiond.socket",
               "/lib/systemd/system/receptiond.service", "/etc/libception/receptiond.conf",
               "/usr/share/man/man8/receptiond.8.gz", "/usr/share/man/man1/libception.1.gz",
+              "/usr/share/man/man7/libception-watch.7.gz",
               "/usr/share/libception/harness/libception/cli.py"):
         assert f in files, f
     conffiles = subprocess.run(["dpkg-deb", "-I", deb, "conffiles"], capture_output=True,

@@ -12,7 +12,7 @@ from conftest import BIN, BUILD, ROOT
 
 MANDIR = os.path.join(BUILD, "share", "man")
 PAGES = {"libception": 1, "hddsim": 1, "vidload": 1, "receptiond-profile": 1,
-         "receptiond": 8, "libception.so": 8}
+         "libception-watch": 7, "libception-security": 7, "receptiond": 8, "libception.so": 8}
 pytestmark = pytest.mark.skipif(not shutil.which("man"), reason="man (man-db) not installed")
 
 

@@ -31,7 +31,7 @@ def add_arguments(p):
                    help="never start receptiond (the library passes through if none listens)")
     p.add_argument("--access", default=daemon.HARNESS_ACCESS, metavar="all|owner|group:NAME",
                    help="who may use a daemon started here (default all: a server's workers"
-                        " run as another user; docs/receptiond.md \"Access model\")")
+                        " run as another user; docs/libception-security.md)")
     p.add_argument("--idle-timeout", type=int, default=IDLE_TIMEOUT, metavar="SEC",
                    help=f"a daemon started here exits after this long unused (default {IDLE_TIMEOUT})")
     p.add_argument("--log", metavar="FILE",

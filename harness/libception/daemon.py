@@ -202,7 +202,7 @@ def receptiond_path():
 
 # The daemons the harness starts serve programs whose workers change uid
 # (nginx's www-data), so they admit every local user; the installed
-# daemon's default is narrower (docs/receptiond.md "Access model").
+# daemon's default is narrower (docs/libception-security.md).
 HARNESS_ACCESS = "all"
 
 

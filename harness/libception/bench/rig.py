@@ -25,7 +25,7 @@ MODES = {
     "prefetch": "prefetch",
     "track": "track",          # only count and time calls (for latency CDFs)
     # no library in the server: receptiond --watch on the block disk's file
-    # system (fanotify pre-content events, docs/receptiond.md WATCH MODE)
+    # system (fanotify pre-content events, docs/libception-watch.md)
     "watch": None,
 }
 DAEMON_MODES = {"libception", "serialize", "track", "watch"}

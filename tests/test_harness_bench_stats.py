@@ -311,6 +311,59 @@ def test_compare_runs_balanced_rounds_reports_every_one_and_reruns_a_disturbed_o
     assert "libception / vanilla: 4.00" in text and "target >= 2 met" in text
 
 
+class FiguresRig(ThresholdRig):
+    """ThresholdRig whose probes carry the disk's time and, for libception,
+    the daemon's queue wait: one value at the answer (16/s for
+    libception, 4/s for vanilla), another at every other rate."""
+
+    def max_rate(self, cfg, tag, settings, point):
+        out = super().max_rate(cfg, tag, settings, point)
+        label = point["config"]
+        answer = {"libception": 16.0, "vanilla": 4.0}[label]
+        for p in out["probes"]:
+            at = p["rate"] == answer
+            share = (0.8 if label == "libception" else 0.2) + 0.01 * p["seed"]
+            p["disk_time"] = {"transfer_share": share if at else 0.5, "busy_share": 0.9}
+            p["queue_wait_ms"] = ({"p99": 1500.0 if at else 9000.0}
+                                  if label == "libception" else None)
+        return out
+
+
+def test_compare_reports_the_disk_and_the_queue_at_each_answer(tmp_path):
+    from libception.bench import compare
+    s = compare.settings(True)
+    s.update(disk="fuse", rounds=2, seeds=3, resamples=300, kinds=["vanilla", "libception"],
+             answer_targets=[
+                 {"config": "libception", "metric": "transfer_share", "at_least": 0.75},
+                 {"config": "libception", "metric": "queue_wait_p99_ms", "below": 2000},
+                 {"config": "libception", "metric": "transfer_share", "at_least": 0.815},
+                 {"config": "vanilla", "metric": "queue_wait_p99_ms", "below": 2000}])
+    rig = FiguresRig(tmp_path, {"vanilla": 4, "libception": 15})
+    assert compare.run(rig, s) == 0
+    summary = rig.get({"part": "summary"})
+    lib = summary["at_answer"]["libception"]
+    # the probes at the answer only: seeds 1-3 give 0.81, 0.82, 0.83
+    assert lib["transfer_share"]["mean"] == pytest.approx(0.82)
+    assert 0.81 <= lib["transfer_share"]["low"] < 0.82 < lib["transfer_share"]["high"] <= 0.83
+    assert lib["queue_wait_p99_ms"]["mean"] == pytest.approx(1500.0)
+    assert "queue_wait_p99_ms" not in summary["at_answer"]["vanilla"]   # no daemon, no figure
+    assert [t["met"] for t in summary["answer_targets"]] == [True, True, False, False]
+    text = "\n".join(rig.lines)
+    assert "at the answer, libception: transfer_share 0.82" in text
+    assert "libception queue_wait_p99_ms: 1500 (95% interval 1500-1500)" in text and "target < 2000 met" in text
+    assert "target >= 0.815 NOT met" in text
+
+
+def test_mean_interval_draws_rounds_then_seeds():
+    from libception.bench import stats
+    iv = stats.mean_interval([[1.0, 1.0], [3.0, 3.0], []], resamples=2000)
+    assert iv["mean"] == 2.0 and iv["rounds"] == 2
+    assert iv["low"] == 1.0 and iv["high"] == 3.0   # two rounds: all of one, all of the other
+    flat = stats.mean_interval([[2.0, 2.0, 2.0]] * 4)
+    assert flat["low"] == flat["high"] == 2.0
+    assert math.isnan(stats.mean_interval([[], []])["mean"])
+
+
 def vidload_errors(**counts):
     """A probe's "errors" as vidload gives them: every kind, most of them 0
     (an empty dict here once hid a test of `if errors:`, always true)."""

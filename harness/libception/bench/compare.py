@@ -22,6 +22,14 @@ TARGETS = [{"num": "libception", "den": "vanilla", "at_least": 2.0},
            {"num": "libception", "den": "kernel", "at_least": 1.1}]
 PROBES = 6   # a search's probes per seed, as steps() counts them
 
+# What the disk and the daemon's queue did at each configuration's answer:
+# one value per probe at the round's answer rate (one per seed).
+AT_ANSWER = {
+    "transfer_share": lambda p: (p.get("disk_time") or {}).get("transfer_share"),
+    "busy_share": lambda p: (p.get("disk_time") or {}).get("busy_share"),
+    "queue_wait_p99_ms": lambda p: (p.get("queue_wait_ms") or {}).get("p99"),
+}
+
 
 def settings(quick):
     seeds = 2 if quick else 3
@@ -34,6 +42,9 @@ def settings(quick):
             # disturbed rounds re-run, at most this many in all
             "reruns": 2,
             "targets": TARGETS, "resamples": stats.RESAMPLES,
+            # on AT_ANSWER figures: {"config", "metric", "at_least" | "below"},
+            # e.g. issue 26's {"config": "libception", "metric": "transfer_share", "at_least": 0.75}
+            "answer_targets": [],
             "search": common.search_settings(quick, start=2 if quick else 6)}
 
 
@@ -148,9 +159,43 @@ def summarize(rounds, labels, s):
             continue
         iv = stats.ratio_interval(used, t["num"], t["den"], resamples=s["resamples"])
         ratios.append({**t, **iv, "met": stats.target_met(iv, t["at_least"])})
+    figures = {lab: at_answer(rounds, table, lab, s["resamples"]) for lab in labels}
+    checks = [{**t, **answer_target(figures, t)} for t in s.get("answer_targets") or []]
     commits = sorted({str(r["outcomes"][lab].get("git_commit")) for r in rounds for lab in labels})
     return {"rounds": table, "ratios": ratios, "seeds": s["seeds"],
-            "rounds_used": len(used), "commits": commits}
+            "rounds_used": len(used), "commits": commits,
+            "at_answer": figures, "answer_targets": checks}
+
+
+def at_answer(rounds, table, label, resamples):
+    """Each AT_ANSWER figure of one configuration over the rounds that
+    count: its probes at that round's answer rate, every seed, with a 95%
+    interval (stats.mean_interval).  A figure no probe recorded (no
+    hddsim, no daemon) is left out."""
+    out = {}
+    for name, get in AT_ANSWER.items():
+        groups = []
+        for r, row in zip(rounds, table):
+            rate = row["answers"].get(label)
+            if r["disturbance"] or rate is None:
+                continue
+            probes = [p for p in r["outcomes"][label].get("probes") or []
+                      if not p.get("superseded") and float(p["rate"]) == rate]
+            groups.append([v for v in map(get, probes) if v is not None])
+        if any(groups):
+            out[name] = stats.mean_interval(groups, resamples=resamples)
+    return out
+
+
+def answer_target(figures, t):
+    """A target on a figure at the answer, met only when the whole
+    interval clears it: its lower end for "at_least", its upper end for
+    "below"."""
+    iv = figures.get(t["config"], {}).get(t["metric"])
+    if iv is None:
+        return {"mean": None, "low": None, "high": None, "met": False}
+    met = iv["low"] >= t["at_least"] if "at_least" in t else iv["high"] < t["below"]
+    return {"mean": iv["mean"], "low": iv["low"], "high": iv["high"], "met": bool(met)}
 
 
 def _rate(x):
@@ -182,4 +227,20 @@ def report(summary, s):
                      + " ".join("-" if x["ratio"] is None else f"{x['ratio']:.2f}"
                                 for x in r["rounds"])
                      + f"): target >= {r['at_least']:g} {verdict} (lower end {low})")
+    for lab, figs in summary.get("at_answer", {}).items():
+        if figs:
+            lines.append(f"at the answer, {lab}: " + ", ".join(
+                f"{name} {_figure(iv['mean'])} ({_figure(iv['low'])}-{_figure(iv['high'])})"
+                for name, iv in figs.items()))
+    for t in summary.get("answer_targets", []):
+        bound = f">= {t['at_least']:g}" if "at_least" in t else f"< {t['below']:g}"
+        lines.append(f"{t['config']} {t['metric']}: {_figure(t['mean'])} (95% interval "
+                     f"{_figure(t['low'])}-{_figure(t['high'])}): target {bound} "
+                     + ("met" if t["met"] else "NOT met"))
     return lines
+
+
+def _figure(x):
+    if x is None or math.isnan(x):
+        return "-"
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"

@@ -186,6 +186,35 @@ def ratio_interval(rounds, num, den, resamples=RESAMPLES, level=LEVEL, seed=1):
             "resamples": resamples, "rounds": per_round}
 
 
+def mean_interval(groups, resamples=RESAMPLES, level=LEVEL, seed=1):
+    """The mean of values measured per round (`groups`: one list per round,
+    that round's seeds' values), with a `level` percentile interval from
+    the same two-stage bootstrap as ratio_interval: draw rounds, then
+    values within each drawn round.  Rounds without a value are left out.
+    Returns {"mean", "low", "high", "level", "rounds"}; all NaN when no
+    round has a value."""
+    groups = [list(g) for g in groups if g]
+    if not groups:
+        return {"mean": math.nan, "low": math.nan, "high": math.nan, "level": level, "rounds": 0}
+
+    def mean_of(gs):
+        return sum(sum(g) / len(g) for g in gs) / len(gs)
+
+    rng = random.Random(seed)
+    n = len(groups)
+    means = []
+    for _ in range(resamples):
+        drawn = []
+        for _ in range(n):
+            g = groups[rng.randrange(n)]
+            drawn.append([g[rng.randrange(len(g))] for _ in g])
+        means.append(mean_of(drawn))
+    means.sort()
+    tail = (1 - level) / 2
+    return {"mean": mean_of(groups), "low": _percentile(means, tail),
+            "high": _percentile(means, 1 - tail), "level": level, "rounds": n}
+
+
 def target_met(interval, target):
     """A target ratio is met only when the interval's lower end clears it:
     the point estimate above the target is not enough."""

@@ -137,6 +137,21 @@ def test_servers_scenario_screens_candidates_and_records_best(bench_out, harness
     assert (bench_out / "servers-throughput.png").exists()
 
 
+def test_diff_scenario_runs_balanced_rounds_with_the_real_file_systems_output(bench_out):
+    p = subprocess.run([LIBCEPTION, "bench", "diff", "--quick", "--out", str(bench_out)],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    data = json.loads((bench_out / "diff.json").read_text())
+    runs = [r for r in data["runs"] if "mode" in r["point"]]
+    assert len(runs) >= 8
+    assert all(r["identical"] for r in runs), [r["point"] for r in runs if not r["identical"]]
+    assert all("cores" in r["other_cpu"] for r in runs)
+    assert "round 1 (vanilla libception)" in p.stdout
+    assert "round 2 (libception vanilla)" in p.stdout
+    assert "2 concurrent: libception takes" in p.stdout
+    assert (bench_out / "diff-times.png").exists()
+
+
 def test_adaptive_starts_straddle_the_best_fixed_size():
     """issue 6: the adaptive policy starts once below and once above the
     best fixed size; past the sweep's ends it halves or doubles."""

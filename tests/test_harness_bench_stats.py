@@ -364,6 +364,28 @@ def test_mean_interval_draws_rounds_then_seeds():
     assert math.isnan(stats.mean_interval([[], []])["mean"])
 
 
+def test_diff_rounds_give_a_time_ratio_with_an_interval_and_leave_out_a_disturbed_round():
+    from libception.bench import diff
+    def rnd(n, v2, l2, disturbed=False):
+        return {"round": n, "order": ["vanilla", "libception"], "disturbed": disturbed,
+                "seconds": {("vanilla", 1): 2.0, ("libception", 1): 1.0,
+                            ("vanilla", 2): v2, ("libception", 2): l2}}
+    rounds = [rnd(1, 40.0, 4.0), rnd(2, 40.0, 40.0, disturbed=True), rnd(3, 50.0, 10.0),
+              rnd(4, 40.0, 8.0)]
+    s = dict(diff.settings(True), resamples=500)
+    summary = diff.summarize(rounds, s)
+    assert summary["rounds_used"] == 3
+    one, two = summary["cuts"]
+    assert one["ratio"] == pytest.approx(0.5) and "met" not in one
+    assert two["per_round"] == pytest.approx([0.1, 0.2, 0.2])    # round 2 left out
+    assert two["ratio"] == pytest.approx((0.1 * 0.2 * 0.2) ** (1 / 3))
+    assert two["high"] == pytest.approx(0.2) and two["met"]      # at worst 80% shorter
+    assert not diff.summarize(rounds, dict(s, target_cut=0.85))["cuts"][1]["met"]
+    text = "\n".join(diff.report(summary))
+    assert "round 2 (vanilla libception)" in text and "DISTURBED" in text
+    assert "target >= 50% shorter met (at worst 80%)" in text
+
+
 def vidload_errors(**counts):
     """A probe's "errors" as vidload gives them: every kind, most of them 0
     (an empty dict here once hid a test of `if errors:`, always true)."""

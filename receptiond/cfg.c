@@ -17,6 +17,8 @@ struct rd_cfg rd_cfg = {
 	.device_idle = 60,
 	.watch_deadline_ms = RD_WATCH_DEFAULT_DEADLINE_MS,
 	.watch_spin_us = RD_WATCH_DEFAULT_SPIN_US,
+	.watch_quiet = RD_WATCH_DEFAULT_QUIET,
+	.watch_recheck_ms = RD_WATCH_DEFAULT_RECHECK_MS,
 	.order = RD_ORDER_POSITION,
 	.deadline_ns = 2000ull * 1000000u,
 };

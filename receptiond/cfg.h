@@ -42,6 +42,8 @@ struct rd_cfg {
 	unsigned nwatch;
 	unsigned watch_deadline_ms;
 	unsigned watch_spin_us;
+	uint64_t watch_quiet;       /* --watch-quiet: largest file quieted, 0 = none */
+	unsigned watch_recheck_ms;  /* --watch-recheck: quieted files heard again */
 };
 
 extern struct rd_cfg rd_cfg;

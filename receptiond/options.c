@@ -27,8 +27,8 @@ enum {
 	/* settings: flags and file keys */
 	O_SOCKET = 1, O_FOREGROUND, O_PREFETCH, O_POLICY, O_QUEUE_DEPTH, O_IDLE_TIMEOUT,
 	O_ORDER, O_DEADLINE, O_INFLIGHT, O_LOG, O_PIDFILE, O_METRICS_LISTEN, O_WATCH,
-	O_WATCH_DEADLINE, O_WATCH_SPIN, O_ACCESS, O_USER_CONNS, O_USER_MISSES, O_USER_BYTES,
-	O_USER_CLOSES, O_MAX_DEVICES, O_DEVICE_IDLE,
+	O_WATCH_DEADLINE, O_WATCH_SPIN, O_WATCH_QUIET, O_WATCH_RECHECK, O_ACCESS, O_USER_CONNS,
+	O_USER_MISSES, O_USER_BYTES, O_USER_CLOSES, O_MAX_DEVICES, O_DEVICE_IDLE,
 	/* the command line only */
 	O_CONFIG, O_NO_CONFIG, O_CHECK_CONFIG, O_VERSION, O_HELP,
 };
@@ -49,6 +49,8 @@ static const struct option opts[] = {
 	{ "watch", required_argument, 0, O_WATCH },
 	{ "watch-deadline", required_argument, 0, O_WATCH_DEADLINE },
 	{ "watch-spin", required_argument, 0, O_WATCH_SPIN },
+	{ "watch-quiet", required_argument, 0, O_WATCH_QUIET },
+	{ "watch-recheck", required_argument, 0, O_WATCH_RECHECK },
 	{ "access", required_argument, 0, O_ACCESS },
 	{ "user-conns", required_argument, 0, O_USER_CONNS },
 	{ "user-misses", required_argument, 0, O_USER_MISSES },
@@ -70,6 +72,7 @@ static const char usage_text[] =
 	"                  [--order position|fifo] [--deadline MS] [--inflight N]\n"
 	"                  [--idle-timeout SEC] [--log FILE] [--pidfile FILE]\n"
 	"                  [--watch PATH]... [--watch-deadline MS] [--watch-spin US]\n"
+	"                  [--watch-quiet SIZE] [--watch-recheck MS]\n"
 	"                  [--metrics-listen ADDR:PORT] [--access all|owner|group:NAME]\n"
 	"                  [--user-conns N] [--user-misses N] [--user-bytes SIZE] [--user-closes N]\n"
 	"                  [--max-devices N] [--device-idle SEC] [--config FILE | --no-config]\n"
@@ -96,6 +99,9 @@ static const char help_text[] =
 	"                          repeatable (up to 16)\n"
 	"  --watch-deadline MS     a watched reader waits at most MS (1-60000, default 500)\n"
 	"  --watch-spin US         poll for the next event this long before sleeping (0-10000, default 50)\n"
+	"  --watch-quiet SIZE      no more events for a file up to SIZE found wholly cached\n"
+	"                          (default 2M; 0: never)\n"
+	"  --watch-recheck MS      hear quieted files again every MS (100-3600000, default 10000)\n"
 	"  --metrics-listen ADDR:PORT  serve Prometheus metrics on http://ADDR:PORT/metrics\n"
 	"  --access all|owner|group:NAME  who may connect (default: group:libception as root,\n"
 	"                          root only if no such group; owner otherwise)\n"
@@ -206,6 +212,16 @@ static int set(int code, const char *name, const char *val, int from_file, char 
 		if (parse_uint(val, &rd_cfg.watch_spin_us, 10000) == 0)
 			return 0;
 		snprintf(err, n, "%s \"%s\": expected microseconds from 0 to 10000", name, val);
+		return -1;
+	case O_WATCH_QUIET:
+		if (rd_parse_size(val, &rd_cfg.watch_quiet) == 0 && rd_cfg.watch_quiet <= (1ull << 30))
+			return 0;
+		snprintf(err, n, "%s \"%s\": expected a size up to 1G (0: never)", name, val);
+		return -1;
+	case O_WATCH_RECHECK:
+		if (parse_uint(val, &rd_cfg.watch_recheck_ms, 3600000) == 0 && rd_cfg.watch_recheck_ms >= 100)
+			return 0;
+		snprintf(err, n, "%s \"%s\": expected milliseconds from 100 to 3600000", name, val);
 		return -1;
 	case O_QUEUE_DEPTH:
 		if (parse_uint(val, &rd_cfg.queue_depth, 1u << 20) == 0 && rd_cfg.queue_depth)

@@ -33,6 +33,7 @@
 #include "policy.h"
 #include "prefetch.h"
 #include "protocol.h"
+#include "watch_quiet.h"
 #include "watchdog.h"
 
 /* Linux 6.14 uapi; Debian 12's headers predate it. */
@@ -235,6 +236,8 @@ static void on_event(const struct fanotify_event_metadata *m)
 	}
 	if (res != 0) {            /* resident, or the kernel will not say */
 		W.hits++;
+		if (res == 1)
+			rd_quiet_after_hit(m->fd, off, len);
 		goto allow;
 	}
 	W.misses++;
@@ -363,6 +366,7 @@ static void *deadline_main(void *arg)
 			}
 		pthread_mutex_unlock(&W.lock);
 		mind_watchdog(now);
+		rd_quiet_tick(now);
 		struct timespec t = { 0, TICK_MS * 1000000L };
 		nanosleep(&t, NULL);
 	}
@@ -440,6 +444,7 @@ int rd_watch_run(const char *socket_path, char *err, size_t errlen)
 	W.sh->stale_ns = W.deadline_ns > DOG_TAKEOVER_MIN_NS ? W.deadline_ns : DOG_TAKEOVER_MIN_NS;
 	W.sh->daemon = getpid();
 	W.sh->listener_beat_ns = W.sh->deadline_beat_ns = W.sh->dog_beat_ns = now;
+	rd_quiet_init(W.fan_fd, rd_cfg.watch_quiet, rd_cfg.watch_recheck_ms);
 	W.dog = rd_watchdog_spawn(W.sh, W.fan_fd);
 	if (W.dog < 0)
 		return fail(err, errlen, "--watch: cannot start the watchdog: %s%s", strerror(errno), "");
@@ -501,5 +506,6 @@ void rd_watch_json(struct rd_json *j)
 	rd_json_u64(j, "waiting", W.waiting);
 	rd_json_u64(j, "waiting_max", W.waiting_max);
 	rd_json_dbl(j, "wait_max_ms", (double)W.wait_max_ns / 1e6);
+	rd_quiet_json(j);
 	rd_json_obj_end(j);
 }

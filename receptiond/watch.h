@@ -30,6 +30,8 @@ struct rd_json;
 #define RD_WATCH_MAX_PATHS 16
 #define RD_WATCH_DEFAULT_DEADLINE_MS 500
 #define RD_WATCH_DEFAULT_SPIN_US 50
+#define RD_WATCH_DEFAULT_QUIET (2ull << 20)   /* watch_quiet.h */
+#define RD_WATCH_DEFAULT_RECHECK_MS 10000
 
 /* Check the file systems and mark the mounts holding paths[], before
  * daemonizing (so that a refusal reaches the caller's terminal).  0, or

@@ -387,3 +387,47 @@ def test_a_program_under_the_library_is_not_handled_twice(ext4, watcher, need_li
     assert after["events"] > before["events"]
     assert after["misses"] == before["misses"]
     assert w.device(path=path)["requests"] > 0
+
+
+def _read_all(path):
+    with open(path, "rb") as f:
+        return len(f.read())
+
+
+def test_a_file_found_wholly_cached_goes_quiet_until_the_recheck(ext4, watcher):
+    """Its reads raise no events, so a hit costs what it costs unwatched;
+    once the marks are flushed the file is heard again, and a miss on it
+    is queued as before."""
+    path = ext4.file("small.bin", 1 << 20)
+    w = watcher([ext4.mnt], "--watch-recheck", "1000")
+    _read_all(path)            # cold: a miss, then resident
+    for _ in range(HANG):
+        _read_all(path)        # a hit on a file wholly cached: quieted
+        before = w.watch()
+        for _ in range(20):
+            _read_all(path)
+        after = w.watch()
+        if after["quiet_flushes"] == before["quiet_flushes"]:
+            break              # no flush between the two looks
+    assert after["quieted"] >= 1
+    assert after["events"] == before["events"], "a quiet file raised events"
+    end = time.monotonic() + HANG
+    while time.monotonic() < end and w.watch()["quiet_flushes"] == after["quiet_flushes"]:
+        time.sleep(0.05)
+    drop_cache(path)
+    _read_all(path)
+    heard = w.watch()
+    assert heard["events"] > after["events"] and heard["misses"] > after["misses"]
+
+
+@pytest.mark.parametrize("quiet", ["512K", "0"])
+def test_a_file_over_watch_quiet_is_always_heard(ext4, watcher, quiet):
+    path = ext4.file("big.bin", 1 << 20)
+    w = watcher([ext4.mnt], "--watch-quiet", quiet)
+    _read_all(path)
+    _read_all(path)
+    before = w.watch()
+    _read_all(path)
+    after = w.watch()
+    assert after["events"] > before["events"] and after["quieted"] == 0
+    assert after["quiet_max_bytes"] == (512 << 10 if quiet == "512K" else 0)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # watch_hitcost.sh [BATCHES [RECEPTIOND ARGS...]] - the extra cost of a cached 64 KiB read under
 # `receptiond --watch`, as root: an ext4 image mounted twice (the watched
-# mount and an unmarked bind mount of it), one 4 MiB file, the daemon
-# watching the first.  Prints watch_hitcost's report and the load average.
+# mount and an unmarked bind mount of it), one file of SIZE (default 4M:
+# over --watch-quiet's default, so every read is an event; SIZE=1M gives a
+# file that goes quiet), the daemon watching the first.  Prints
+# watch_hitcost's report and the load average.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -21,7 +23,7 @@ mkfs.ext4 -q -F "$work/img"
 mkdir "$work/watched" "$work/plain"
 mount -o loop "$work/img" "$work/watched"
 mount --bind "$work/watched" "$work/plain"
-head -c 4M /dev/urandom > "$work/watched/f"
+head -c "${SIZE:-4M}" /dev/urandom > "$work/watched/f"
 "$top/build/bin/receptiond" --foreground --socket "$work/rd.sock" --watch "$work/watched" \
 	--log "$work/rd.log" "${@:2}" &
 daemon=$!

@@ -25,6 +25,7 @@
 #include "cfg.h"
 #include "device.h"
 #include "stats.h"
+#include "watch.h"
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
@@ -279,6 +280,7 @@ char *rd_metrics_text(void)
 	        (unsigned long long)LOAD(rd_stats.bad_requests));
 	devices(f, devs, n);
 	calls(f);
+	rd_watch_metrics(f);
 	free(devs);
 	if (fclose(f)) {
 		free(text);

@@ -484,6 +484,45 @@ void rd_watch_stop(void)
 	W.sock = -1;
 }
 
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+static void counter(FILE *f, const char *name, const char *help, uint64_t v)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
+	        (unsigned long long)v);
+}
+
+void rd_watch_metrics(FILE *f)
+{
+	if (!W.sh)
+		return;
+	uint64_t quieted, flushes;
+	rd_quiet_counts(&quieted, &flushes);
+	counter(f, "libception_watch_events_total",
+	        "Pre-content events read, the daemon's own reads included.", LOAD(W.events));
+	counter(f, "libception_watch_hits_total", "Events whose range was already cached.",
+	        LOAD(W.hits));
+	counter(f, "libception_watch_misses_total", "Events whose range was not cached.",
+	        LOAD(W.misses));
+	fprintf(f, "# HELP libception_watch_answers_total Misses answered, by how.\n"
+	        "# TYPE libception_watch_answers_total counter\n"
+	        "libception_watch_answers_total{how=\"resident\"} %llu\n"
+	        "libception_watch_answers_total{how=\"deadline\"} %llu\n"
+	        "libception_watch_answers_total{how=\"unqueued\"} %llu\n"
+	        "libception_watch_answers_total{how=\"watchdog\"} %llu\n",
+	        (unsigned long long)LOAD(W.replies), (unsigned long long)LOAD(W.deadline_answers),
+	        (unsigned long long)LOAD(W.allowed_at_once),
+	        (unsigned long long)atomic_load(&W.sh->dog_answers));
+	fprintf(f, "# HELP libception_watch_waiting Readers waiting for their window now.\n"
+	        "# TYPE libception_watch_waiting gauge\nlibception_watch_waiting %u\n", LOAD(W.waiting));
+	counter(f, "libception_watch_watchdog_restarts_total", "Watchdogs replaced.",
+	        LOAD(W.dog_restarts));
+	counter(f, "libception_watch_quieted_files_total",
+	        "Files found wholly cached and quieted (no events until the recheck).", quieted);
+	counter(f, "libception_watch_quiet_flushes_total", "Rechecks that flushed the quiet marks.",
+	        flushes);
+}
+
 void rd_watch_json(struct rd_json *j)
 {
 	if (!W.sh)

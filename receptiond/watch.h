@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct rd_json;
 
@@ -46,6 +47,9 @@ int rd_watch_run(const char *socket_path, char *err, size_t errlen);
 void rd_watch_stop(void);
 /* The "watch" member of the statistics (nothing if not watching). */
 void rd_watch_json(struct rd_json *j);
+/* The libception_watch_* metric families, Prometheus text (nothing if
+ * not watching; metrics.c). */
+void rd_watch_metrics(FILE *f);
 
 /* Whether the file system holding path can carry pre-content marks:
  * 0 if so, else -1 with the reason (exposed for the tests and --check). */

@@ -86,6 +86,12 @@ void rd_quiet_tick(uint64_t now_ns)
 		atomic_fetch_add(&Q.flushes, 1);
 }
 
+void rd_quiet_counts(uint64_t *quieted, uint64_t *flushes)
+{
+	*quieted = atomic_load(&Q.quieted);
+	*flushes = atomic_load(&Q.flushes);
+}
+
 void rd_quiet_json(struct rd_json *j)
 {
 	rd_json_u64(j, "quiet_max_bytes", Q.max_bytes);

@@ -25,7 +25,9 @@ void rd_quiet_init(int fan_fd, uint64_t max_bytes, uint64_t recheck_ms);
 void rd_quiet_after_hit(int fd, uint64_t off, uint64_t len);
 /* Flush the marks when a recheck is due.  Deadline thread. */
 void rd_quiet_tick(uint64_t now_ns);
-/* "quiet_max_bytes", "quieted", "quiet_checks", "quiet_flushes". */
+/* "quiet_max_bytes", "recheck_ms", "quieted", "quiet_checks", "quiet_flushes". */
 void rd_quiet_json(struct rd_json *j);
+/* Files quieted and flushes, for the metrics. */
+void rd_quiet_counts(uint64_t *quieted, uint64_t *flushes);
 
 #endif

@@ -431,3 +431,27 @@ def test_a_file_over_watch_quiet_is_always_heard(ext4, watcher, quiet):
     after = w.watch()
     assert after["events"] > before["events"] and after["quieted"] == 0
     assert after["quiet_max_bytes"] == (512 << 10 if quiet == "512K" else 0)
+
+
+def test_watch_metrics_are_the_statistics_own(ext4, watcher):
+    """`libception stats --prometheus` of a watching daemon has the
+    libception_watch_* families, equal to the statistics, and promtool
+    (when installed) accepts the text."""
+    from test_service_metrics import LIBCEPTION, promtool, sample
+    path = ext4.file("m.bin", 1 << 20)
+    w = watcher([ext4.mnt])
+    _read_all(path)
+    _read_all(path)
+    before = w.watch()
+    text = subprocess.run([LIBCEPTION, "stats", "--socket", w.path, "--prometheus"],
+                          capture_output=True, text=True, check=True, timeout=30).stdout
+    after = w.watch()
+    for metric, key in [("events", "events"), ("hits", "hits"), ("misses", "misses"),
+                        ("quieted_files", "quieted"), ("quiet_flushes", "quiet_flushes")]:
+        v = sample(text, f"libception_watch_{metric}_total")
+        assert before[key] <= v <= after[key], metric
+    assert sample(text, "libception_watch_misses_total") > 0
+    assert sample(text, "libception_watch_answers_total", how="resident") >= 0
+    if os.path.exists("/usr/bin/promtool"):
+        rc, problems = promtool(text)
+        assert rc == 0 and not problems.strip(), problems

@@ -29,6 +29,9 @@
 #endif
 
 #define NOT_WHOLE_SLOTS 4096
+/* Marks are kernel memory (~100 bytes each) that any reader of a watched
+ * mount can make us add: at most this many between two flushes. */
+#define MAX_MARKS 65536
 
 static struct {
 	int fan_fd;
@@ -36,6 +39,7 @@ static struct {
 	_Atomic uint64_t next_flush_ns;
 	struct { dev_t dev; ino_t ino; uint64_t at_ns; } not_whole[NOT_WHOLE_SLOTS];
 	_Atomic uint64_t quieted, checks, flushes;
+	_Atomic unsigned marks;     /* since the last flush */
 } Q = { .fan_fd = -1 };
 
 void rd_quiet_init(int fan_fd, uint64_t max_bytes, uint64_t recheck_ms)
@@ -49,8 +53,10 @@ void rd_quiet_init(int fan_fd, uint64_t max_bytes, uint64_t recheck_ms)
 void rd_quiet_after_hit(int fd, uint64_t off, uint64_t len)
 {
 	struct stat st;
-	if (!Q.max_bytes || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size <= 0 || (uint64_t)st.st_size > Q.max_bytes)
+	if (!Q.max_bytes || atomic_load(&Q.marks) >= MAX_MARKS)
+		return;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    (uint64_t)st.st_size > Q.max_bytes)
 		return;
 	uint64_t size = (uint64_t)st.st_size, now = rd_now_ns();
 	unsigned k = (unsigned)((st.st_ino * 0x9E3779B97F4A7C15ull) >> 52) % NOT_WHOLE_SLOTS;
@@ -71,8 +77,10 @@ void rd_quiet_after_hit(int fd, uint64_t off, uint64_t len)
 		return;
 	}
 	if (fanotify_mark(Q.fan_fd, FAN_MARK_ADD | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY |
-	                  FAN_MARK_EVICTABLE, FAN_PRE_ACCESS, fd, NULL) == 0)
+	                  FAN_MARK_EVICTABLE, FAN_PRE_ACCESS, fd, NULL) == 0) {
 		atomic_fetch_add(&Q.quieted, 1);
+		atomic_fetch_add(&Q.marks, 1);
+	}
 }
 
 void rd_quiet_tick(uint64_t now_ns)
@@ -82,8 +90,10 @@ void rd_quiet_tick(uint64_t now_ns)
 	atomic_store(&Q.next_flush_ns, now_ns + Q.recheck_ns);
 	/* Without FAN_MARK_MOUNT or FAN_MARK_FILESYSTEM a flush removes the
 	 * group's inode marks: the ignore marks, never the mounts' marks. */
-	if (atomic_load(&Q.quieted) && fanotify_mark(Q.fan_fd, FAN_MARK_FLUSH, 0, AT_FDCWD, NULL) == 0)
+	if (atomic_load(&Q.marks) && fanotify_mark(Q.fan_fd, FAN_MARK_FLUSH, 0, AT_FDCWD, NULL) == 0) {
+		atomic_store(&Q.marks, 0);
 		atomic_fetch_add(&Q.flushes, 1);
+	}
 }
 
 void rd_quiet_counts(uint64_t *quieted, uint64_t *flushes)

@@ -36,6 +36,13 @@ def steps(s):
     return 4 * (s["repeats"] + s["reruns"])
 
 
+def _ignore(d, names):
+    """Caches and packages left out; symlinks too: hddsim serves none, so
+    the trees on the real file system are the ones diff reads through it."""
+    skip = shutil.ignore_patterns("__pycache__", "site-packages", "dist-packages")(d, names)
+    return set(skip) | {n for n in names if os.path.islink(os.path.join(d, n))}
+
+
 def _build_trees(rig, s):
     root = os.path.join(rig.out, "diff-src")
     stamp = os.path.join(root, ".complete")
@@ -46,9 +53,8 @@ def _build_trees(rig, s):
     for pair in ("1", "2"):
         a = os.path.join(root, f"A{pair}")
         b = os.path.join(root, f"B{pair}")
-        ignore = shutil.ignore_patterns("__pycache__", "site-packages", "dist-packages")
-        shutil.copytree(src, a, symlinks=True, ignore=ignore)
-        shutil.copytree(src, b, symlinks=True, ignore=ignore)
+        shutil.copytree(src, a, symlinks=True, ignore=_ignore)
+        shutil.copytree(src, b, symlinks=True, ignore=_ignore)
         n = 0
         for d, dirs, files in sorted(os.walk(b)):
             dirs.sort()

@@ -34,7 +34,8 @@ def test_every_flag_is_a_key(tmp_path):
               "policy": "fixed:1M", "queue-depth": "16", "idle-timeout": "30",
               "log": str(tmp_path / "log"), "pidfile": str(tmp_path / "pid"),
               "metrics-listen": "127.0.0.1:9", "watch": str(tmp_path), "watch-deadline": "100",
-              "watch-spin": "0", "order": "fifo", "deadline": "100", "inflight": "2",
+              "watch-spin": "0", "watch-quiet": "1M", "watch-recheck": "500",
+              "order": "fifo", "deadline": "100", "inflight": "2",
               "access": "all", "user-conns": "16", "user-misses": "8", "user-bytes": "64M",
               "user-closes": "32", "max-devices": "4", "device-idle": "5"}
     names = settings_in_help()

@@ -467,7 +467,9 @@ static int serve_conn(struct rd_conn *c, uint32_t events)
 	}
 	int cut = rd_quota_full(c->uid, RD_Q_CLOSES);
 	uint64_t turn_end = rd_now_ns() + RD_CONN_TURN_NS;
-	for (int i = 0; i < 64 && !cut && rd_now_ns() < turn_end; i++) {
+	/* At least one message a turn, however late the turn began: a loaded
+	 * machine can deschedule us past turn_end before the first read. */
+	for (int i = 0; i < 64 && !cut && (i == 0 || rd_now_ns() < turn_end); i++) {
 		char buf[LC_MAX_MESSAGE + 1] __attribute__((aligned(8)));
 		char cbuf[CMSG_SPACE(sizeof(int) * RD_MAX_FDS) + CMSG_SPACE(sizeof(struct ucred))]
 			__attribute__((aligned(8)));
@@ -502,12 +504,14 @@ static int serve_conn(struct rd_conn *c, uint32_t events)
 			return 0;   /* a reply waits for the client to read it */
 		cut = rd_quota_full(c->uid, RD_Q_CLOSES);
 	}
-	if (!cut && c->malformed < RD_MAX_MALFORMED &&
-	    !(events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))) {
-		/* Only the turn's budget ran out; come back later. */
+	if (!cut && c->malformed < RD_MAX_MALFORMED) {
+		/* Messages left (the turn's budget ran out, or the client hung
+		 * up after sending them): come back later, so that a client's
+		 * last messages are served, and the fds they carry closed, like
+		 * any others.  Nothing left, or an error: the connection ends. */
 		char peek;
 		ssize_t n = recv(c->fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT);
-		if (n > 0 || (n < 0 && errno == EAGAIN))
+		if (n > 0 || (n < 0 && errno == EAGAIN && !(events & (EPOLLHUP | EPOLLERR))))
 			return 0;
 	}
 	conn_close(c);

@@ -246,3 +246,62 @@ def test_failing_between_command_stops_the_search(vidload_lib, vidload_nginx):
     with pytest.raises(vidload.VidloadError, match='vidload: --between "false" failed'):
         vidload.search(srv.url, vidload_lib.library, lo=1, hi=2, duration=2, between="false",
                        timeout=60)
+
+
+def test_a_run_with_a_past_starts_with_the_sessions_still_watching(vidload_lib, vidload_nginx,
+                                                                   tmp_path):
+    """--past: the sessions that arrivals over the past would still have
+    running carry on from their next segment, each on the 10 s schedule
+    of its own start (so their first requests spread over one segment
+    period); the run's own sessions are the same as without a past."""
+    lib = tmp_path / "sd.lcvl"
+    write_library(lib, [(f"sd/v{i:05d}.mp4", (6 + i) * SEGMENT, SD, 0) for i in range(12)])
+    longest = vidload.longest_video_s(lib)
+    assert round(longest) == 170
+    cold = vidload_nginx(vidload_lib.root)
+    # 13 s: every carried session's next segment (due within 10 s) is served
+    r0 = vidload.run(cold.url, lib, rate=2, duration=13, seed=4, views="0,1",
+                     progress=0)["result"]
+    srv = vidload_nginx(vidload_lib.root)
+    r = vidload.run(srv.url, lib, rate=2, duration=13, seed=4, views="0,1", past=longest,
+                    progress=0, timeline=1)["result"]
+    assert r["failed"] == 0 and r["past_failed"] == 0, r["first_error"]
+    assert r["started"] == r0["started"]
+    # 2/s watching 60..170 s videos to the end: about 230 sessions running
+    assert 150 <= r["past_running"] <= 320
+    assert r["timeline"]["active"][0] == r["past_running"]
+    firsts = {}
+    for conn, num, end, rtime, status, size, uri, rng in log_lines(srv.log):
+        if num == "1" and rng != "-":
+            firsts[conn] = (float(end) - float(rtime), int(rng.split("=")[1].split("-")[0]))
+    carried = [t for t, off in firsts.values() if off > 0]
+    assert len(carried) == r["past_running"]
+    # their next segment is never the burst's (segments 0-2)
+    assert all(off >= 3 * SEGMENT and off % SEGMENT == 0 for _, off in firsts.values() if off)
+    assert max(carried) - min(carried) >= 5
+
+
+def test_past_reads_are_its_segments_least_recent_first(vidload_lib, tmp_path):
+    lib = tmp_path / "sd.lcvl"
+    write_library(lib, [(f"sd/v{i:05d}.mp4", (6 + i) * SEGMENT, SD, 0) for i in range(12)])
+    reads = vidload.past_reads(lib, rate=2, past=170, seed=4, views="0,1")
+    assert len(reads) >= 100
+    assert [t for t, *_ in reads] == sorted(t for t, *_ in reads)
+    assert all(-170 <= t < 0 for t, *_ in reads)
+    # each segment once (its latest read), a whole segment of its file
+    assert len({(path, off) for _, off, _, path in reads}) == len(reads)
+    for _, off, n, path in reads:
+        size = os.path.getsize(os.path.join(vidload_lib.root, path))
+        assert off % SEGMENT == 0 and n == SEGMENT and off + n <= size
+    # the same past as the run's: a different seed, a different past
+    assert vidload.past_reads(lib, rate=2, past=170, seed=5, views="0,1") != reads
+
+
+def test_the_page_cache_is_filled_with_the_newest_reads_a_file_range_at_a_time():
+    from libception.bench import past
+    reads = [(-30, 0, 10, "a"), (-25, 0, 10, "b"), (-20, 10, 10, "a"), (-10, 20, 10, "a"),
+             (-5, 0, 10, "c")]
+    # 35 bytes: c, then a's two newest segments (one range); b is older than what fits
+    assert past.newest(reads, 35) == ([(-10, 10, 20, "a"), (-5, 0, 10, "c")], 30)
+    assert past.newest(reads, float("inf"))[1] == 50
+    assert past.newest(reads, 5) == ([], 0)

@@ -5,6 +5,7 @@
  * library.  Manual: docs/vidload.md.
  */
 #include "modes.h"
+#include "past.h"
 #include "report.h"
 
 #include <errno.h>
@@ -17,12 +18,13 @@
 #include <sys/resource.h>
 
 static const char usage[] =
-	"usage: vidload --url URL --library FILE --rate R --duration S [--warmup S] [--seed N] [--json FILE]\n"
+	"usage: vidload --url URL --library FILE --rate R --duration S [--warmup S] [--past S] [--seed N] [--json FILE]\n"
 	"               [--zipf A] [--views SHARE,SPAN] [--segment S] [--burst N] [--deadline S]\n"
 	"               [--links LIST] [--delay-ms MS] [--tick-ms MS] [--rcvbuf BYTES] [--mss BYTES]\n"
 	"               [--late-ms MS] [--progress S] [--timeline S] [--no-shuffle] [--quiet]\n"
 	"       vidload ... --search LO:HI [--resolution R] [--repeats N] [--max-fail PCT] [--between CMD]\n"
 	"       vidload --sample zipf|arrivals|views --count N [--library FILE | --videos N] [--rate R] [--seed N]\n"
+	"       vidload --past-reads --past S --library FILE --rate R [--seed N]\n"
 	"       vidload --materialize DIR --library FILE\n"
 	"       vidload --version\n";
 
@@ -124,7 +126,7 @@ enum {
 	O_URL = 256, O_LIBRARY, O_RATE, O_DURATION, O_SEED, O_JSON, O_ZIPF, O_VIEWS, O_SEGMENT,
 	O_BURST, O_DEADLINE, O_LINKS, O_DELAY, O_TICK, O_RCVBUF, O_MSS, O_LATE, O_PROGRESS, O_NOSHUFFLE,
 	O_QUIET, O_SEARCH, O_RESOLUTION, O_REPEATS, O_MAXFAIL, O_BETWEEN, O_SAMPLE, O_COUNT,
-	O_VIDEOS, O_MATERIALIZE, O_WARMUP, O_TIMELINE, O_HELP, O_VERSION,
+	O_VIDEOS, O_MATERIALIZE, O_WARMUP, O_PAST, O_PAST_READS, O_TIMELINE, O_HELP, O_VERSION,
 };
 
 static const struct option options[] = {
@@ -141,6 +143,7 @@ static const struct option options[] = {
 	{ "between", 1, 0, O_BETWEEN }, { "sample", 1, 0, O_SAMPLE }, { "count", 1, 0, O_COUNT },
 	{ "videos", 1, 0, O_VIDEOS }, { "materialize", 1, 0, O_MATERIALIZE },
 	{ "warmup", 1, 0, O_WARMUP }, { "timeline", 1, 0, O_TIMELINE },
+	{ "past", 1, 0, O_PAST }, { "past-reads", 0, 0, O_PAST_READS },
 	{ "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { 0 },
 };
 
@@ -156,7 +159,7 @@ int main(int argc, char **argv)
 	struct search_opts so = { .resolution = 1, .repeats = 1, .max_fail_pct = 0.3 };
 	const char *json = NULL, *sample = NULL, *materialize = NULL, *search = NULL;
 	double v, count = 0, videos = 0;
-	int opt, rc = 1;
+	int opt, rc = 1, past_reads = 0;
 
 	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
 		const char *a = optarg;
@@ -166,6 +169,8 @@ int main(int argc, char **argv)
 		case O_RATE: if (num(a, &c.rate, 0)) return bad("--rate", a, "sessions per second >= 0"); break;
 		case O_DURATION: if (num(a, &c.duration, 0)) return bad("--duration", a, "seconds"); break;
 		case O_WARMUP: if (num(a, &c.warmup, 0)) return bad("--warmup", a, "seconds >= 0"); break;
+		case O_PAST: if (num(a, &c.past, 0)) return bad("--past", a, "seconds >= 0"); break;
+		case O_PAST_READS: past_reads = 1; break;
 		case O_TIMELINE: if (num(a, &c.timeline, 0)) return bad("--timeline", a, "seconds (0 = off)"); break;
 		case O_SEED: if (num(a, &v, 0) || v != floor(v)) return bad("--seed", a, "an integer >= 0");
 			c.seed = (uint64_t)v; break;
@@ -227,6 +232,15 @@ int main(int argc, char **argv)
 	}
 	if (sample) {
 		rc = sample_run(&c, sample, (unsigned long)count, (size_t)videos);
+		goto out;
+	}
+	if (past_reads) {
+		if (!c.library_path || c.rate < 0) {
+			fprintf(stderr, "vidload: --past-reads needs --library and --rate\n");
+			rc = 2;
+			goto out;
+		}
+		rc = past_reads_run(&c);
 		goto out;
 	}
 	if (materialize) {

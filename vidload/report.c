@@ -29,6 +29,10 @@ void report_summary(FILE *f, const struct vl_result *r)
 		fprintf(f, "vidload: warm-up %g s before the judged window: %llu sessions started, "
 			"%llu failed (not judged)\n", r->warmup, (unsigned long long)r->warmup_started,
 			(unsigned long long)r->warmup_failed);
+	if (r->past > 0)
+		fprintf(f, "vidload: started as if after %g s of arrivals: %llu sessions carried on, "
+			"%llu failed (not judged)\n", r->past, (unsigned long long)r->past_running,
+			(unsigned long long)r->past_failed);
 	fprintf(f, "vidload: errors:");
 	for (int k = 0; k < VL_ERR_KINDS; k++)
 		fprintf(f, " %s %llu", vl_error_names[k], (unsigned long long)r->errors[k]);
@@ -59,10 +63,11 @@ void report_json_settings(FILE *f, const struct vl_config *c)
 	json_str(f, c->library_path);
 	fprintf(f, ", \"videos\": %zu, \"rate\": %g, \"duration\": %g, \"seed\": %llu, "
 		"\"zipf\": %g, \"views\": [%g, %g], \"segment_s\": %g, \"burst\": %u, "
-		"\"shuffle\": %s, \"deadline\": %g, \"warmup\": %g, \"timeline_s\": %g, \"links\": [",
+		"\"shuffle\": %s, \"deadline\": %g, \"warmup\": %g, \"past\": %g, \"timeline_s\": %g, "
+		"\"links\": [",
 		c->lib.count, c->rate, c->duration, (unsigned long long)c->seed, c->wl.zipf_alpha,
 		c->wl.early_share, c->wl.early_span, c->wl.segment_s, c->wl.burst,
-		c->wl.shuffle ? "true" : "false", c->deadline, c->warmup, c->timeline);
+		c->wl.shuffle ? "true" : "false", c->deadline, c->warmup, c->past, c->timeline);
 	for (unsigned i = 0; i < c->nlinks; i++)
 		fprintf(f, "%s%g", i ? ", " : "", c->links[i]);
 	fprintf(f, "], \"delay_ms\": %g, \"tick_ms\": %g, \"rcvbuf\": %d, \"mss\": %d, \"late_ms\": %g}",
@@ -102,8 +107,10 @@ void report_json_result(FILE *f, const struct vl_result *r)
 	fprintf(f, ", ");
 	json_hist(f, "lateness_ms", &r->lateness);
 	fprintf(f, ", \"warmup\": %g, \"warmup_started\": %llu, \"warmup_failed\": %llu, "
+		"\"past\": %g, \"past_running\": %llu, \"past_failed\": %llu, "
 		"\"timeline\": {\"t_s\": [", r->warmup, (unsigned long long)r->warmup_started,
-		(unsigned long long)r->warmup_failed);
+		(unsigned long long)r->warmup_failed, r->past, (unsigned long long)r->past_running,
+		(unsigned long long)r->past_failed);
 	for (size_t i = 0; i < r->timeline.n; i++)
 		fprintf(f, "%s%.1f", i ? ", " : "", r->timeline.t[i]);
 	fprintf(f, "], \"active\": [");

@@ -53,6 +53,10 @@ static inline double rng_exp(struct rng *r, double mean)
 	return -log(1.0 - rng_uniform(r)) * mean;
 }
 
-enum rng_stream { RNG_ARRIVALS = 1, RNG_VIDEO, RNG_VIEW, RNG_ORDER };
+enum rng_stream {
+	RNG_ARRIVALS = 1, RNG_VIDEO, RNG_VIEW, RNG_ORDER,
+	/* the past before a run's start (past.h) */
+	RNG_PAST_ARRIVALS, RNG_PAST_VIDEO, RNG_PAST_VIEW,
+};
 
 #endif

@@ -16,6 +16,7 @@
 #include "content.h"
 #include "heap.h"
 #include "http.h"
+#include "past.h"
 
 #include <errno.h>
 #include <math.h>
@@ -62,6 +63,7 @@ struct sess {
 	int64_t resume;               /* paced read due, INT64_MAX if none */
 	unsigned connected : 1, readable : 1, writable : 1, close_after : 1;
 	unsigned judged : 1;          /* started after the warm-up */
+	unsigned past : 1;            /* carried on from before the start */
 	/* request bytes not yet written */
 	unsigned out_len, out_off;
 	char out[OUT_MAX];
@@ -154,8 +156,11 @@ static void sess_free(struct run *r, struct sess *s)
 static void sess_fail(struct run *r, struct sess *s, enum vl_error kind, const char *fmt, ...)
 {
 	struct vl_result *res = r->res;
-	if (!s->judged) {  /* a warm-up session: counted apart */
-		res->warmup_failed++;
+	if (!s->judged) {  /* a warm-up or past session: counted apart */
+		if (s->past)
+			res->past_failed++;
+		else
+			res->warmup_failed++;
 		sess_free(r, s);
 		return;
 	}
@@ -531,24 +536,39 @@ static void sess_event(struct run *r, struct sess *s, uint32_t ev, int64_t now)
 	sess_step(r, s, now);
 }
 
-static void start_session(struct run *r, int64_t planned, int64_t now)
+enum sess_kind { SESS_JUDGED, SESS_WARMUP, SESS_PAST };
+
+/* A new session in the active list, with its link; NULL (counted as a
+ * failure of the client) if out of memory. */
+static struct sess *sess_new(struct run *r, int64_t planned, const struct lib_video *v,
+			     unsigned nseg, enum sess_kind kind)
 {
 	const struct vl_config *c = r->cfg;
 	struct vl_result *res = r->res;
+	uint64_t n = res->started + res->warmup_started + res->past_running;
 	struct sess *s = calloc(1, sizeof *s);
+	switch (kind) {
+	case SESS_JUDGED: res->started++; break;
+	case SESS_WARMUP: res->warmup_started++; break;
+	case SESS_PAST: res->past_running++; break;
+	}
 	if (!s) {
-		res->started++;
-		res->failed++;
-		res->errors[VL_ERR_CLIENT]++;
-		return;
+		if (kind == SESS_JUDGED) {
+			res->failed++;
+			res->errors[VL_ERR_CLIENT]++;
+		} else {
+			++*(kind == SESS_PAST ? &res->past_failed : &res->warmup_failed);
+		}
+		return NULL;
 	}
 	s->timer.pos = HEAP_NONE;
 	s->fd = -1;
 	s->start = planned;
-	s->v = workload_video(&r->wl);
-	s->nseg = workload_segments_viewed(&c->wl, s->v,
-					   workload_view(&r->wl, workload_video_seconds(s->v)));
-	double bps = c->links[(res->started + res->warmup_started) % c->nlinks];
+	s->v = v;
+	s->nseg = nseg;
+	s->judged = kind == SESS_JUDGED;
+	s->past = kind == SESS_PAST;
+	double bps = c->links[n % c->nlinks];
 	s->rate = bps / 8.0 / NS;
 	/* One tick of link time per read, at least one page. */
 	s->cap = fmax(bps / 8.0 * c->tick, 4096.0);
@@ -557,17 +577,43 @@ static void start_session(struct run *r, int64_t planned, int64_t now)
 	if (r->active)
 		r->active->prev = s;
 	r->active = s;
-	s->judged = planned >= r->judged_from;
-	if (s->judged)
-		res->started++;
-	else
-		res->warmup_started++;
 	if (++r->nactive > res->max_active)
 		res->max_active = r->nactive;
-	hist_add(&res->lateness, (uint64_t)(now - planned));
+	return s;
+}
+
+static void start_session(struct run *r, int64_t planned, int64_t now)
+{
+	const struct vl_config *c = r->cfg;
+	const struct lib_video *v = workload_video(&r->wl);
+	unsigned nseg = workload_segments_viewed(&c->wl, v,
+						 workload_view(&r->wl, workload_video_seconds(v)));
+	struct sess *s = sess_new(r, planned, v, nseg,
+				  planned >= r->judged_from ? SESS_JUDGED : SESS_WARMUP);
+	if (!s)
+		return;
+	hist_add(&r->res->lateness, (uint64_t)(now - planned));
 	if (sess_connect(r, s))
 		return;
 	sess_step(r, s, now);
+}
+
+/* A past session still watching at the start: it connects now and asks
+ * for its next segment when that is due, its burst long done. */
+static int resume_session(void *ctx, const struct past_session *p)
+{
+	struct run *r = ctx;
+	if (p->next >= p->nseg)
+		return 0;   /* it asked for its last segment before the start */
+	int64_t planned = r->t0 + (int64_t)llround(p->start * NS);
+	struct sess *s = sess_new(r, planned, p->v, p->nseg, SESS_PAST);
+	if (!s)
+		return 0;
+	s->next_send = s->next_recv = p->next;
+	s->burst_done = s->prev_done = planned;
+	if (sess_connect(r, s) == 0)
+		sess_step(r, s, r->t0);
+	return 0;
 }
 
 static void progress(struct run *r, int64_t now, uint64_t *last_bytes, int64_t *last_t)
@@ -625,7 +671,7 @@ int vl_run(const struct vl_config *cfg, uint64_t seed, struct vl_result *res)
 	int rc = -1;
 
 	*res = (struct vl_result){ .rate = cfg->rate, .duration = cfg->duration,
-				   .warmup = cfg->warmup, .seed = seed };
+				   .warmup = cfg->warmup, .past = cfg->past, .seed = seed };
 	hist_init(&res->latency);
 	hist_init(&res->lateness);
 	heap_init(&r.timers);
@@ -654,6 +700,10 @@ int vl_run(const struct vl_config *cfg, uint64_t seed, struct vl_result *res)
 	uint64_t last_bytes = 0;
 	int64_t tl_step = (int64_t)llround(cfg->timeline * NS);
 	int64_t next_sample = tl_step > 0 ? now : INT64_MAX;
+	if (past_each(cfg, seed, resume_session, &r, err, sizeof err)) {
+		fprintf(stderr, "vidload: %s\n", err);
+		goto out;
+	}
 
 	for (;;) {
 		now = now_ns();

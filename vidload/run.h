@@ -38,6 +38,7 @@ struct vl_config {
 	double rate;           /* sessions per second */
 	double duration;       /* seconds of judged arrivals */
 	double warmup;         /* seconds of arrivals before them, not judged */
+	double past;           /* start as if arrivals had begun this long before (past.h) */
 	uint64_t seed;
 	struct workload_params wl;
 	double deadline;       /* seconds from a segment's scheduled send */
@@ -65,10 +66,11 @@ struct vl_timeline {
 /* Counts cover the judged sessions (planned start after the warm-up);
  * bytes, segments and elapsed the judged window. */
 struct vl_result {
-	double rate, duration, warmup, elapsed;
+	double rate, duration, warmup, past, elapsed;
 	uint64_t seed;
 	uint64_t started, finished, active_at_end, failed;
 	uint64_t warmup_started, warmup_failed;
+	uint64_t past_running, past_failed;   /* sessions carried on from the past */
 	uint64_t errors[VL_ERR_KINDS];
 	uint64_t segments, bytes, requests, late_sends, reconnects;
 	uint64_t max_active;

@@ -34,7 +34,11 @@ def add_arguments(p):
                         "20 s quick)")
     p.add_argument("--warmup", type=float, metavar="S",
                    help="unjudged seconds of load before each probe's judged window "
-                        "(default 200 s full, 10 s quick)")
+                        "(default 100 s full, 10 s quick)")
+    p.add_argument("--past", metavar="S|longest",
+                   help="start each probe as if sessions had been arriving for S seconds, "
+                        "their reads in the page cache (default: longest, the library's "
+                        "longest video; 0 starts cold)")
     p.add_argument("--seeds", type=int, metavar="N",
                    help="seeds each rate is judged on (default 3 full, 1 quick)")
     p.add_argument("--judged-sessions", type=int, metavar="N",
@@ -128,6 +132,16 @@ def main(args):
                   file=sys.stderr)
             return 2
         settings["search"][key] = opt
+    if args.past is not None:
+        try:
+            past_s = args.past if args.past == "longest" else float(args.past)
+        except ValueError:
+            past_s = -1
+        if past_s == -1 or (past_s != "longest" and past_s < 0) or "search" not in settings:
+            print(f"{PROG}: --past: expected seconds >= 0 or \"longest\", for a video scenario",
+                  file=sys.stderr)
+            return 2
+        settings["search"]["past_s"] = past_s
     for item in args.set:
         key, eq, value = item.partition("=")
         if not eq or key not in settings:

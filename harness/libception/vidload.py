@@ -39,7 +39,7 @@ _OPTIONS = {
     "tick_ms": "--tick-ms", "rcvbuf": "--rcvbuf", "late_ms": "--late-ms",
     "progress": "--progress", "no_shuffle": "--no-shuffle", "quiet": "--quiet",
     "resolution": "--resolution", "repeats": "--repeats", "max_fail": "--max-fail",
-    "between": "--between", "warmup": "--warmup", "timeline": "--timeline",
+    "between": "--between", "warmup": "--warmup", "timeline": "--timeline", "past": "--past",
 }
 
 
@@ -82,6 +82,34 @@ def run(url, library, rate, duration, seed=1, timeout=None, log=None, **opts):
     cmd = [binary(), "--url", url, "--library", str(library), "--rate", str(rate),
            "--duration", str(duration), "--seed", str(seed)] + _args(opts)
     return _run_json(cmd, timeout or (duration + (opts.get("warmup") or 0)) * 2 + 60, log)
+
+
+def past_reads(library, rate, past, seed=1, **opts):
+    """What `vidload --past S` assumes the S seconds before its start read:
+    [(t, offset, bytes, path)] per segment, t its last read in seconds from
+    the start (negative), least recently read first (vidload/past.h)."""
+    cmd = [binary(), "--past-reads", "--past", str(past), "--library", str(library),
+           "--rate", str(rate), "--seed", str(seed)] + _args(opts)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise VidloadError(proc.stderr.strip())
+    out = []
+    for line in proc.stdout.splitlines():
+        t, off, n, path = line.split(" ", 3)
+        out.append((float(t), int(off), int(n), path))
+    return out
+
+
+def longest_video_s(library):
+    """The longest video's duration in seconds: a past this long leaves
+    every session running at the start in the steady state's number."""
+    longest = 0.0
+    with open(library, encoding="ascii") as f:
+        for line in f:
+            parts = line.split()
+            if parts[:1] == ["video"] and int(parts[3]) > 0:
+                longest = max(longest, int(parts[2]) * 8 / int(parts[3]))
+    return longest
 
 
 def search(url, library, lo, hi, duration, seed=1, timeout=None, log=None, **opts):

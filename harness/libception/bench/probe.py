@@ -17,7 +17,7 @@ import threading
 import time
 
 from .. import vidload
-from . import cpumeter, disktime, stats, steady
+from . import cpumeter, disktime, past, stats, steady
 
 SAMPLE_S = 5.0   # timeline interval (vidload's and the memory group's)
 
@@ -62,6 +62,7 @@ def run_load(h, cfg, settings, rate, seed):
     opts = dict(settings.get("vidload") or {})
     opts.setdefault("warmup", settings.get("warmup_s") or None)
     opts.setdefault("timeline", SAMPLE_S)
+    opts.setdefault("past", settings.get("past_resolved") or None)
     loads = cfg.get("loads")
     if not loads:
         return vidload.run(h.url, cfg["library"], rate, settings["duration"], seed=seed,
@@ -104,6 +105,8 @@ def run_load(h, cfg, settings, rate, seed):
             "warmup": first.get("warmup"),
             "warmup_started": sum(p.get("warmup_started", 0) for p in parts),
             "warmup_failed": sum(p.get("warmup_failed", 0) for p in parts),
+            "past_running": sum(p.get("past_running", 0) for p in parts),
+            "past_failed": sum(p.get("past_failed", 0) for p in parts),
             "timeline": {"t_s": first["timeline"]["t_s"],
                          "active": [sum(x) for x in zip(*(p["timeline"]["active"]
                                                           for p in parts))]},
@@ -242,8 +245,10 @@ def probe(rig, h, cfg, settings, rate, seed):
     (docs/benchmark.md, "The probe record")."""
     settle_s = settle(h)
     h.drop_cache()
+    filled, past_s = past.fill(h, cfg, settings, rate, seed)
     warmup_s = float(settings.get("warmup_s") or 0)
-    run_settings = {**settings, "duration": judged_seconds(settings, rate)}
+    run_settings = {**settings, "duration": judged_seconds(settings, rate),
+                    "past_resolved": past_s}
     before = rig.snapshot(h)
     lists_before = h.group.file_lists() if h.group is not None else None
     with cpumeter.CpuMeter(_ours(h)) as meter, _Sampler(rig, h, warmup_s) as sampler:
@@ -260,7 +265,9 @@ def probe(rig, h, cfg, settings, rate, seed):
            "vidload_cpu_pct": res.get("cpu_pct"), "settle_s": settle_s,
            "warmup_s": warmup_s, "judged_s": round(elapsed, 3),
            "warmup_started": res.get("warmup_started", 0),
-           "warmup_failed": res.get("warmup_failed", 0)}
+           "warmup_failed": res.get("warmup_failed", 0), "past": filled}
+    if filled:
+        filled.update(running=res.get("past_running", 0), failed=res.get("past_failed", 0))
     tl = res.get("timeline") or {"t_s": [], "active": []}
     usage, cache = sampler.at(tl["t_s"])
     rec["timeline"] = {"t_s": tl["t_s"], "active": tl["active"], "cgroup_bytes": usage,

@@ -5,8 +5,8 @@ the shipped settings; then kernel tuning (read_ahead_kb, and on the block
 disk the scheduler and max_sectors_kb) and libception (window, parallel
 reads), each its own knobs first and then the server's, from vanilla's
 winning server settings.  Candidates are challenged at the best answer so
-far on the first seed and searched only when they beat it; the winner is
-confirmed on every seed (tune_config).  The winners go to DIR/tuned.json,
+far on the first seed and searched only when they beat it (tune_config);
+`bench compare` then measures the winners on every seed, in rounds.  The winners go to DIR/tuned.json,
 which `bench compare --set tuned=PATH` reads.  Kind "watch" (receptiond
 --watch, no library; block disk only) runs when `kinds` names it.
 """
@@ -21,18 +21,17 @@ TUNED_FILE = "tuned.json"
 
 
 def settings(quick):
-    seeds = 1 if quick else 3
     return {"library": {"preset": "sd", "count": 60 if quick else common.FULL_VIDEOS, "seed": 1},
             "memory_ratio": common.MEMORY_RATIO, "drive": "wd-red",
             "servers": ["nginx", "apache", "lighttpd"], "kinds": list(tuning.KINDS),
             "budget": 3 if quick else tuning.BUDGET,
             "search": {**common.search_settings(quick, start=2 if quick else 6),
-                       "seeds": seeds, "all_seeds": True}}
+                       "seeds": 1}}
 
 
 def steps(s):
-    # a challenge per candidate, a few first-seed searches, the confirmation
-    probes = s["budget"] + 12 + 3 * s["search"]["seeds"]
+    # a challenge per candidate, a few first-seed searches
+    probes = s["budget"] + 12
     return len(s["servers"]) * len(s["kinds"]) * probes
 
 
@@ -62,7 +61,7 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
     Each record sits under `point` plus the candidate (so --resume skips
     it).  A configuration the server refuses scores None."""
     rel = float(search.get("rel_resolution", 0.1))
-    first = dict(search, seeds=1, all_seeds=False)
+    first = dict(search, seeds=1, all_seeds=False)   # one seed: a screen
     state = {"best": None, "above": None, "n": 0}
 
     def evaluate(p):
@@ -99,18 +98,8 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
         return answer
 
     out = tuning.tune(evaluate, dims, start, budget)
-    if out["score"] is None:
-        out["record_point"] = None
-        return out
-    if int(search.get("seeds", 1)) <= 1:   # the first seed is every seed
-        out.update(first_seed_score=out["score"], record_point={**point, "candidate": out["best"]})
-        return out
-    final = {**point, "candidate": out["best"], "confirmed": True}
-    o = rig.max_rate(make_cfg(out["best"]), f"{tag}-confirm",
-                     dict(search, start=state["best"] or search["start"], growth=1 + rel), final)
-    rig.log(f"{tag}: {out['best']}: {o.get('answer') or 0:g} sessions/s on every seed "
-            f"(first seed: {state['best'] or 0:g})")
-    out.update(first_seed_score=out["score"], score=o.get("answer"), record_point=final)
+    out.update(first_seed_score=out["score"],
+               record_point=None if out["score"] is None else {**point, "candidate": out["best"]})
     return out
 
 

@@ -1,0 +1,111 @@
+"""A probe that starts in the steady state (docs/benchmark.md,
+"Steady-state probes"): vidload starts as if sessions had been arriving
+for `past_s` seconds (vidload --past), and before it the memory group's
+page cache is filled with what those sessions read, newest last, up to
+the group's limit.
+
+Why: started cold, a slow configuration neither levelled its active
+sessions nor filled its 8.1 GiB group within 400 s (nginx vanilla at
+2.4-3.8 sessions/s: sessions still rising 11-30%, the group at 26-57%),
+so every probe measured a transient in which the page cache never has to
+evict, the very trade-off aggressive prefetching lives or dies by.
+What fits is the most recent reads (8 GiB is the last ~10 minutes of a
+past that read 49 GiB at nginx vanilla's rate); read as one range per
+file where a file's segments adjoin, filling takes a minute or two of
+the emulated disk, not the quarter of an hour the sessions would take.
+"""
+import os
+import subprocess
+import sys
+import time
+
+from .. import vidload
+
+# The reader runs inside the memory group, so what it reads is charged
+# there, as the server's own reads would be.
+_READER = r"""
+import os, sys
+buf = memoryview(bytearray(1 << 20))
+for line in sys.stdin:
+    off, n, path = line.rstrip("\n").split(" ", 2)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        off, end = int(off), int(off) + int(n)
+        while off < end:
+            k = os.preadv(fd, [buf[:min(len(buf), end - off)]], off)
+            if k <= 0:
+                break
+            off += k
+    finally:
+        os.close(fd)
+"""
+
+
+def seconds(setting, library):
+    """`past_s` of the settings: None or 0 (start cold), a number of
+    seconds, or "longest" (the library's longest video: every session
+    that could still be running at the start is)."""
+    if setting == "longest":
+        return round(vidload.longest_video_s(library), 1)
+    return float(setting or 0)
+
+
+def newest(reads, budget):
+    """The most recently read segments that fit in `budget` bytes, as
+    ranges: [(t, offset, bytes, path)], a file's adjoining segments one
+    range read at its latest time, least recently read first (the order
+    that leaves the page cache's LRU about as the past left it)."""
+    keep, total = [], 0
+    for r in reversed(reads):
+        if total + r[2] > budget:
+            break
+        keep.append(r)
+        total += r[2]
+    ranges = []
+    for t, off, n, path in sorted(keep, key=lambda r: (r[3], r[1])):
+        last = ranges[-1] if ranges else None
+        if last and last[3] == path and last[1] + last[2] == off:
+            ranges[-1] = (max(last[0], t), last[1], last[2] + n, path)
+        else:
+            ranges.append((t, off, n, path))
+    ranges.sort(key=lambda r: r[0])
+    return ranges, total
+
+
+def loads(cfg, docroot, rate, seed):
+    """(library, root, rate, seed) per vidload of a probe, as run_load
+    splits them (bench/probe.py)."""
+    if not cfg.get("loads"):
+        return [(cfg["library"], docroot, rate, seed)]
+    return [(ld["library"], os.path.join(docroot, ld["path"].strip("/")),
+             round(rate * ld["share"], 4), seed + 1000 * i) for i, ld in enumerate(cfg["loads"])]
+
+
+def fill(h, cfg, settings, rate, seed):
+    """Fill the group's page cache with the past's reads; returns the
+    record (None when the probe starts cold) and the past in seconds."""
+    past_s = seconds(settings.get("past_s"), cfg.get("library") or cfg["loads"][0]["library"])
+    if not past_s:
+        return None, 0.0
+    opts = settings.get("vidload") or {}
+    reads = []
+    for library, root, r, s in loads(cfg, h.docroot, rate, seed):
+        reads += [(t, off, n, os.path.join(root, path))
+                  for t, off, n, path in vidload.past_reads(library, r, past_s, s, **opts)]
+    reads.sort(key=lambda x: x[0])
+    budget = float("inf")
+    if h.group is not None and h.group.limit_bytes:
+        budget = max(0, h.group.limit_bytes - h.group.usage())
+    chosen, total = newest(reads, budget)
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", _READER],
+                          input="".join(f"{off} {n} {path}\n" for _, off, n, path in chosen),
+                          text=True, capture_output=True,
+                          preexec_fn=h.group.preexec if h.group is not None else None)
+    if proc.returncode:
+        raise RuntimeError(f"filling the page cache with the past's reads: "
+                           f"{proc.stderr.strip().splitlines()[-1:]}")
+    return {"past_s": past_s, "segments": len(reads), "past_bytes": sum(r[2] for r in reads),
+            "filled_ranges": len(chosen), "filled_bytes": total,
+            "fill_s": round(time.monotonic() - t0, 1),
+            "oldest_filled_s": chosen[0][0] if chosen else None}, past_s

@@ -131,6 +131,10 @@ def test_cpu_meter_counts_a_busy_loop_as_other_unless_it_is_ours():
     # The same machine, the same seconds: the difference is the loop's CPU.
     diff = a.result()["cpu_s"] - b.result()["cpu_s"]
     assert abs(diff - spent) <= 0.15 + 0.3 * spent, (diff, spent)
+    # the one rule: disturbed above the threshold; None records, never judges
+    cores = a.result()["cores"]
+    assert a.verdict(cores / 2)["disturbed"] and not a.verdict(cores * 2)["disturbed"]
+    assert a.verdict(None) == {**a.result(), "threshold": None, "disturbed": False}
 
 
 def _probe(rate, seed, ok=True):

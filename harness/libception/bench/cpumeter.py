@@ -107,3 +107,11 @@ class CpuMeter:
         return {"cpu_s": round(self.other_s, 3), "seconds": round(secs, 3),
                 "cores": round(self.other_s / secs, 3),
                 "machine_cores": round(self.machine_s / secs, 3)}
+
+    def verdict(self, threshold):
+        """result() judged by the benchmarks' one rule: `disturbed` when
+        the other processes used more than `threshold` cores (None: the
+        load is recorded and never judged disturbing)."""
+        r = self.result()
+        r.update(threshold=threshold, disturbed=threshold is not None and r["cores"] > threshold)
+        return r

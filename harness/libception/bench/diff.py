@@ -133,9 +133,7 @@ def _one(rig, s, root, reference, mode, pairs, rnd):
     with cpumeter.CpuMeter(interval=0.5) as meter:
         r = _measure(rig, s, root, mode, pairs, f"{mode}-{len(pairs)}-{rnd}")
     rig.progress.end()
-    other = meter.result()
-    threshold = s.get("other_cpu_max", 0.5)
-    other["disturbed"] = threshold is not None and other["cores"] > threshold
+    other = meter.verdict(s.get("other_cpu_max", 0.5))
     same = all(out == reference[p] for p, out in zip(pairs, r.pop("outputs")))
     rig.results.add(point, **r, identical=same, other_cpu=other)
     rec = rig.results.get(point)

@@ -275,11 +275,8 @@ def probe(rig, h, cfg, settings, rate, seed):
     limit = h.group.limit_bytes if h.group is not None else None
     rec["steady"] = steady.verdict(tl["t_s"], tl["active"], warmup_s,
                                    [u for u in usage if u is not None] or None, limit)
-    other = meter.result()
-    threshold = settings.get("other_cpu_max", 0.5)   # None: record, never rerun
-    rec["other_cpu"] = {"cores": other["cores"], "machine_cores": other["machine_cores"],
-                        "threshold": threshold,
-                        "disturbed": threshold is not None and other["cores"] > threshold}
+    # None: recorded, never rerun
+    rec["other_cpu"] = meter.verdict(settings.get("other_cpu_max", 0.5))
     if "parts" in res:
         rec["parts"] = res["parts"]
     judged_at, judged = sampler.judged or (None, before)

@@ -93,7 +93,9 @@ def fill(h, cfg, settings, rate, seed):
         reads += [(t, off, n, os.path.join(root, path))
                   for t, off, n, path in vidload.past_reads(library, r, past_s, s, **opts)]
     reads.sort(key=lambda x: x[0])
-    budget = float("inf")
+    # no memory group: nothing says how much of the past a cache would
+    # hold, so the sessions carry on over a cold cache
+    budget = 0
     if h.group is not None and h.group.limit_bytes:
         budget = max(0, h.group.limit_bytes - h.group.usage())
     chosen, total = newest(reads, budget)

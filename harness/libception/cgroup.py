@@ -77,16 +77,20 @@ class MemoryGroup:
             pass
 
     def add(self, pid):
-        _write(os.path.join(self.path, "cgroup.procs"), pid)
+        _write(self.procs_file(), pid)
+
+    def procs_file(self):
+        """The file a process writes its pid to, to join the group."""
+        return os.path.join(self.path, "cgroup.procs")
 
     def preexec(self):
         """For subprocess.Popen(preexec_fn=...): runs in the child between
         fork and exec, so everything the program does is charged here."""
-        _write(os.path.join(self.path, "cgroup.procs"), os.getpid())
+        _write(self.procs_file(), os.getpid())
 
     def pids(self):
         try:
-            return [int(x) for x in _read(os.path.join(self.path, "cgroup.procs")).split()]
+            return [int(x) for x in _read(self.procs_file()).split()]
         except FileNotFoundError:
             return []
 

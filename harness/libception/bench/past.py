@@ -21,11 +21,17 @@ import time
 
 from .. import vidload
 
-# The reader runs inside the memory group, so what it reads is charged
-# there, as the server's own reads would be.
+# The reader joins the memory group, so what it reads is charged there,
+# as the server's own reads would be; it joins once it has started, so
+# that the interpreter's own memory (~8 MiB) stays charged where it was
+# (cgroup v1 moves no charges), not to a small group the server has
+# almost filled.
 _READER = r"""
 import os, sys
 buf = memoryview(bytearray(1 << 20))
+if sys.argv[1]:
+    with open(sys.argv[1], "w") as f:
+        f.write(str(os.getpid()))
 for line in sys.stdin:
     off, n, path = line.rstrip("\n").split(" ", 2)
     fd = os.open(path, os.O_RDONLY)
@@ -100,13 +106,13 @@ def fill(h, cfg, settings, rate, seed):
         budget = max(0, h.group.limit_bytes - h.group.usage())
     chosen, total = newest(reads, budget)
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", _READER],
+    procs = h.group.procs_file() if h.group is not None else ""
+    proc = subprocess.run([sys.executable, "-c", _READER, procs],
                           input="".join(f"{off} {n} {path}\n" for _, off, n, path in chosen),
-                          text=True, capture_output=True,
-                          preexec_fn=h.group.preexec if h.group is not None else None)
+                          text=True, capture_output=True)
     if proc.returncode:
-        raise RuntimeError(f"filling the page cache with the past's reads: "
-                           f"{proc.stderr.strip().splitlines()[-1:]}")
+        err = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        raise RuntimeError(f"filling the page cache with the past's reads: {err[0]}")
     return {"past_s": past_s, "segments": len(reads), "past_bytes": sum(r[2] for r in reads),
             "filled_ranges": len(chosen), "filled_bytes": total,
             "fill_s": round(time.monotonic() - t0, 1),

@@ -113,6 +113,10 @@ def test_interrupted_bench_leaves_nothing_behind(bench_out, harness_port, sig):
 def test_usage_and_bad_resume(bench_out, scratch):
     p = subprocess.run([LIBCEPTION, "bench", "nosuch"], capture_output=True, text=True)
     assert p.returncode == 2
+    for bad in ("-1", "nan", "soon"):
+        p = subprocess.run([LIBCEPTION, "bench", "demo", "--past", bad], capture_output=True,
+                           text=True)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--past" in p.stderr
     bench_out.mkdir()
     (bench_out / "ablation.json").write_text(json.dumps(
         {"schema": "libception-bench", "version": 1, "scenario": "demo", "runs": []}))

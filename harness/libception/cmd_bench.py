@@ -13,7 +13,7 @@ import os
 import sys
 
 from . import blockdisk, cgroup, cleanup, progress, results, servers
-from .bench import SCENARIOS, common, journal, load
+from .bench import SCENARIOS, common, journal, load, past
 
 PROG = "libception bench"
 
@@ -134,14 +134,11 @@ def main(args):
         settings["search"][key] = opt
     if args.past is not None:
         try:
-            past_s = args.past if args.past == "longest" else float(args.past)
-        except ValueError:
-            past_s = -1
-        if past_s == -1 or (past_s != "longest" and past_s < 0) or "search" not in settings:
-            print(f"{PROG}: --past: expected seconds >= 0 or \"longest\", for a video scenario",
-                  file=sys.stderr)
+            settings["search"]["past_s"] = past.parse(args.past)
+        except (ValueError, KeyError):
+            print(f"{PROG}: --past {args.past}: expected seconds >= 0 or \"longest\", "
+                  "for a video scenario", file=sys.stderr)
             return 2
-        settings["search"]["past_s"] = past_s
     for item in args.set:
         key, eq, value = item.partition("=")
         if not eq or key not in settings:

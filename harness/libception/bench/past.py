@@ -47,6 +47,16 @@ for line in sys.stdin:
 """
 
 
+def parse(text):
+    """`--past`: "longest", or seconds >= 0 (ValueError otherwise)."""
+    if text == "longest":
+        return text
+    value = float(text)
+    if not value >= 0:   # NaN too
+        raise ValueError(text)
+    return value
+
+
 def seconds(setting, library):
     """`past_s` of the settings: None or 0 (start cold), a number of
     seconds, or "longest" (the library's longest video: every session

@@ -9,10 +9,11 @@ sessions nor filled its 8.1 GiB group within 400 s (nginx vanilla at
 2.4-3.8 sessions/s: sessions still rising 11-30%, the group at 26-57%),
 so every probe measured a transient in which the page cache never has to
 evict, the very trade-off aggressive prefetching lives or dies by.
-What fits is the most recent reads (8 GiB is the last ~10 minutes of a
-past that read 49 GiB at nginx vanilla's rate); read as one range per
-file where a file's segments adjoin, filling takes a minute or two of
-the emulated disk, not the quarter of an hour the sessions would take.
+What fits is the most recent reads (8 GiB held the last 397 s of a past
+that read 49 GiB at nginx vanilla's 3 sessions/s, the last 175 s at
+libception's 7); read as one range per file where a file's segments
+adjoin, filling took 95-106 s of the emulated disk, not the quarter of
+an hour the sessions would take.
 """
 import os
 import subprocess

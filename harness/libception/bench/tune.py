@@ -5,9 +5,9 @@ the shipped settings; then kernel tuning (read_ahead_kb, and on the block
 disk the scheduler and max_sectors_kb) and libception (window, parallel
 reads), each its own knobs first and then the server's, from vanilla's
 winning server settings.  Candidates are challenged at the best answer so
-far on the first seed and searched only when they beat it (tune_config);
-`bench compare` then measures the winners on every seed, in rounds.  The winners go to DIR/tuned.json,
-which `bench compare --set tuned=PATH` reads.  Kind "watch" (receptiond
+far on the first seed and searched only when they beat it (tune_config).
+The winners go to DIR/tuned.json, which `bench compare --set tuned=PATH`
+reads; compare measures them on every seed, in rounds.  Kind "watch" (receptiond
 --watch, no library; block disk only) runs when `kinds` names it.
 """
 import datetime
@@ -98,8 +98,7 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
         return answer
 
     out = tuning.tune(evaluate, dims, start, budget)
-    out.update(first_seed_score=out["score"],
-               record_point=None if out["score"] is None else {**point, "candidate": out["best"]})
+    out["record_point"] = None if out["score"] is None else {**point, "candidate": out["best"]}
     return out
 
 
@@ -129,7 +128,7 @@ def run(rig, s):
                 vanilla_best = out["best"]
             best[server][kind] = {
                 "point": out["best"], "answer": out["score"],
-                "first_seed_answer": out.get("first_seed_score"), "candidates": len(out["tried"]),
+                "candidates": len(out["tried"]),
                 "budget_spent": out["spent"],
                 "source": f"libception bench tune, {datetime.date.today().isoformat()}, "
                           f"budget {s['budget']}, disk {s['disk']}"}

@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,24 @@ static int parse(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
+/* SIGUSR1: answer reads at once, outside the model; SIGUSR2: back to the
+ * modelled drive (sched_set_timed).  A benchmark fills the page cache
+ * with a probe's past this way (docs/hddsim.md, "Untimed reads"). */
+static struct sched *timing;
+
+static void on_timing_signal(int sig)
+{
+	sched_set_timed(timing, sig == SIGUSR2);
+}
+
+static int timing_signals(struct sched *s)
+{
+	struct sigaction sa = { .sa_handler = on_timing_signal, .sa_flags = SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	timing = s;
+	return sigaction(SIGUSR1, &sa, NULL) || sigaction(SIGUSR2, &sa, NULL);
+}
+
 /* drives.conf next to an installed binary, or in the source directory. */
 static const char *default_drive_file(void)
 {
@@ -280,7 +299,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": cannot create the FUSE session\n");
 		goto out;
 	}
-	if (fuse_set_signal_handlers(se)) {
+	if (fuse_set_signal_handlers(se) || timing_signals(&h.sched)) {
 		fprintf(stderr, PROG ": cannot install signal handlers\n");
 		goto out;
 	}

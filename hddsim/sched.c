@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -142,6 +143,9 @@ void sched_submit(struct sched *s, struct sched_req *rq, uint64_t pos, uint64_t 
 	rq->meta = meta;
 	rq->pid = pid;
 	pthread_cond_init(&rq->cv, NULL);
+	rq->untimed = atomic_load_explicit(&s->untimed, memory_order_relaxed);
+	if (rq->untimed)
+		return;
 	pthread_mutex_lock(&s->lock);
 	rq->r.arrival = sched_now();
 	if (s->nq == s->capq) {
@@ -162,6 +166,13 @@ void sched_wait(struct sched *s, struct sched_req *rq)
 	uint64_t pos = rq->r.pos, len = rq->r.len;
 	int meta = rq->meta;
 	pthread_mutex_lock(&s->lock);
+	if (rq->untimed) {
+		s->untimed_reads++;
+		s->untimed_bytes += len;
+		pthread_mutex_unlock(&s->lock);
+		pthread_cond_destroy(&rq->cv);
+		return;
+	}
 	/* Once the actuator has scheduled the request it is ours to finish,
 	 * even when stopping: only an unscheduled one may be abandoned. */
 	while (!rq->taken && !s->stop)
@@ -267,6 +278,11 @@ void sched_stop(struct sched *s)
 	/* s->q stays: abandoned callers may still be unlinking themselves. */
 }
 
+void sched_set_timed(struct sched *s, int timed)
+{
+	atomic_store_explicit(&s->untimed, !timed, memory_order_relaxed);
+}
+
 size_t sched_stats(struct sched *s, char *buf, size_t len)
 {
 	pthread_mutex_lock(&s->lock);
@@ -310,7 +326,10 @@ size_t sched_stats(struct sched *s, char *buf, size_t len)
 		"commands_4k %" PRIu64 "\n"
 		"commands_under_128k %" PRIu64 "\n"
 		"commands_under_1m %" PRIu64 "\n"
-		"commands_over_1m %" PRIu64 "\n",
+		"commands_over_1m %" PRIu64 "\n"
+		"timed %d\n"
+		"untimed_reads %" PRIu64 "\n"
+		"untimed_bytes %" PRIu64 "\n",
 		s->m.d.name, up, s->reads, s->bytes, s->hits, s->continued, s->merged, s->meta_reads,
 		s->reads_4k, s->reads_under_128k, s->nq,
 		(double)s->busy / 1e9,
@@ -328,7 +347,9 @@ size_t sched_stats(struct sched *s, char *buf, size_t len)
 		(double)hist_quantile(&s->service_hist, 0.99) / 1e6,
 		(double)s->position / 1e9, (double)s->overhead / 1e9, (double)s->transfer / 1e9,
 		(double)s->media / 1e9,
-		cmds.n, cmds.le_4k, cmds.under_128k, cmds.under_1m, cmds.over_1m);
+		cmds.n, cmds.le_4k, cmds.under_128k, cmds.under_1m, cmds.over_1m,
+		!atomic_load_explicit(&s->untimed, memory_order_relaxed),
+		s->untimed_reads, s->untimed_bytes);
 	pthread_mutex_unlock(&s->lock);
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }

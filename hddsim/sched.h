@@ -25,6 +25,7 @@ struct sched_req {
 	int      meta;
 	int      pid;             /* the thread whose read this is (FUSE's ctx) */
 	int      done, taken;
+	int      untimed;         /* submitted while the drive was untimed */
 	int64_t  start, done_at;
 	struct model_cost cost;
 	pthread_cond_t cv;
@@ -52,8 +53,10 @@ struct sched {
 	int64_t         t0;       /* mount time */
 	FILE           *trace;
 	int             realtime; /* wake callers at SCHED_FIFO priority */
+	_Atomic int     untimed;  /* answer at once, outside the model (sched_set_timed) */
 	/* counters */
 	uint64_t reads, bytes, hits, continued, merged, meta_reads;
+	uint64_t untimed_reads, untimed_bytes; /* answered outside the model */
 	uint64_t reads_4k, reads_under_128k; /* short commands: page faults, split read-ahead */
 	uint64_t busy, service, wait, seek_total;
 	uint64_t overhead, position, transfer; /* ns: parts of busy */
@@ -81,6 +84,12 @@ void sched_read(struct sched *s, uint64_t pos, uint64_t len, int meta, int pid);
 void sched_submit(struct sched *s, struct sched_req *rq, uint64_t pos, uint64_t len, int meta,
 		  int pid);
 void sched_wait(struct sched *s, struct sched_req *rq);
+
+/* timed = 0: from now on reads are answered at once and leave the model
+ * (queue, head, cache, counters) untouched, so a benchmark can fill the
+ * page cache without waiting out the disk; timed = 1 returns to the model.
+ * Commands already queued finish as modelled.  Async-signal-safe. */
+void sched_set_timed(struct sched *s, int timed);
 
 /* Write the live counters as "key value" lines; returns the length. */
 size_t sched_stats(struct sched *s, char *buf, size_t len);

@@ -69,8 +69,10 @@ def test_demo_quick_end_to_end_then_resume(bench_out, harness_port):
             assert probe["cgroup_max_usage"] <= probe["cgroup_limit"]
             assert probe["disk_mb_per_s"] is not None
             # it started from a past: sessions carried on, the group filled
+            # while the emulated disk answered untimed
             past = probe["past"]
             assert past["running"] > 0 and 0 < past["filled_bytes"] <= probe["cgroup_limit"]
+            assert past["fill_untimed"] is True
     # receptiond ran inside the cgroup and really prefetched for nginx.
     lc = runs["nginx libception"]["probes"][0]
     dev = lc["daemon_stats"]["devices"]

@@ -236,3 +236,28 @@ def test_custom_drive_file(scratch, small_library, hddsim_mount):
     (scratch / "m2").mkdir()
     r = run_hddsim(scratch / "m2", "--library", small_library, "--drive", "bad", "--drive-file", conf)
     assert r.returncode == 1 and f'drive file "{conf}" line 2' in r.stderr
+
+
+def test_untimed_reads_leave_the_drive_model_alone(small_library, hddsim_mount):
+    m = hddsim_mount(small_library)
+    path = os.path.join(m.path, "sd/v00000.mp4")
+    size = os.path.getsize(path)
+    before = m.stats()
+    assert before["timed"] == 1
+    with m.untimed():
+        assert m.stats()["timed"] == 0
+        with open(path, "rb") as f:
+            got = f.read()
+    after = m.stats()
+    assert got == content_bytes("sd/v00000.mp4", 0, size)
+    assert cachestat(path) == (size + 4095) // 4096       # the page cache has it
+    assert after["timed"] == 1
+    assert after["untimed_bytes"] >= size
+    for k in ("reads", "bytes", "busy_s", "commands"):    # the drive saw nothing
+        assert after[k] == before[k], k
+    m.drop_cache([path])
+    with open(path, "rb") as f:                            # timed again
+        assert f.read() == got
+    again = m.stats()
+    assert again["reads"] > after["reads"] and again["bytes"] >= size
+    assert again["untimed_bytes"] == after["untimed_bytes"]

@@ -11,9 +11,9 @@ platter (docs/hddsim.md, "Block disk").
 The queue starts as a SATA hard disk's on Debian (SATA_QUEUE); `queue`
 changes knobs of it.
 
-It has hddsim.Mount's surface (path, stats, drop_cache, read_ahead_kb,
-unmount), so the benchmark uses either (mount(), below).  Teardown is the
-reverse order, on exit and on an exception; each piece is named in a
+It has hddsim.Mount's surface (path, stats, untimed, drop_cache,
+read_ahead_kb, unmount), so the benchmark uses either (mount(), below).
+Teardown is the reverse order, on exit and on an exception; each piece is named in a
 cleanup.StackRecord first, so `libception cleanup` removes what a killed
 owner left.
 """
@@ -103,6 +103,9 @@ class BlockDisk:
 
     def stats(self):
         return self.hddsim.stats()
+
+    def untimed(self, timeout=10):
+        return self.hddsim.untimed(timeout)
 
     def drop_cache(self, paths=None):
         """Evict the files' pages and the device's metadata buffers; the

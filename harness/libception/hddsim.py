@@ -8,6 +8,7 @@
 The mount is up when the constructor's start() returns; leaving the `with`
 block unmounts it (SIGTERM, then fusermount3 -u, then a lazy unmount).
 """
+import contextlib
 import os
 import select
 import shutil
@@ -177,6 +178,25 @@ class Mount:
                 except ValueError:
                     out[k] = v
         return out
+
+    @contextlib.contextmanager
+    def untimed(self, timeout=10):
+        """Inside the block, reads are answered at once and leave the
+        drive model untouched (SIGUSR1; SIGUSR2 on leaving): filling the
+        page cache before a probe need not wait out the disk."""
+        self._set_timed(0, timeout)
+        try:
+            yield self
+        finally:
+            self._set_timed(1, timeout)
+
+    def _set_timed(self, timed, timeout):
+        os.kill(self.pid, signal.SIGUSR2 if timed else signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while self.stats().get("timed") != timed:
+            if time.monotonic() > deadline:
+                raise HddsimError(f"hddsim: {self.path} did not turn timed={timed}")
+            time.sleep(0.01)
 
     def drop_cache(self, paths=None):
         """Drop the page cache of the given files (default: every file of

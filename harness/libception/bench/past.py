@@ -11,10 +11,13 @@ so every probe measured a transient in which the page cache never has to
 evict, the very trade-off aggressive prefetching lives or dies by.
 What fits is the most recent reads (8 GiB held the last 397 s of a past
 that read 49 GiB at nginx vanilla's 3 sessions/s, the last 175 s at
-libception's 7); read as one range per file where a file's segments
-adjoin, filling took 95-106 s of the emulated disk, not the quarter of
-an hour the sessions would take.
+libception's 7), read as one range per file where a file's segments
+adjoin.  The emulated disk answers the fill untimed (hddsim's SIGUSR1):
+timed, it took 95-106 s of every ~400 s probe; untimed, the page cache
+ends the same, the drive model starts the warm-up with its own cache
+empty and its head where the last probe left it.
 """
+import contextlib
 import os
 import subprocess
 import sys
@@ -118,13 +121,16 @@ def fill(h, cfg, settings, rate, seed):
     chosen, total = newest(reads, budget)
     t0 = time.monotonic()
     procs = h.group.procs_file() if h.group is not None else ""
-    proc = subprocess.run([sys.executable, "-c", _READER, procs],
-                          input="".join(f"{off} {n} {path}\n" for _, off, n, path in chosen),
-                          text=True, capture_output=True)
+    with contextlib.ExitStack() as untimed:
+        for m in h.mounts:
+            untimed.enter_context(m.untimed())
+        proc = subprocess.run([sys.executable, "-c", _READER, procs],
+                              input="".join(f"{off} {n} {path}\n" for _, off, n, path in chosen),
+                              text=True, capture_output=True)
     if proc.returncode:
         err = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
         raise RuntimeError(f"filling the page cache with the past's reads: {err[0]}")
     return {"past_s": past_s, "segments": len(reads), "past_bytes": sum(r[2] for r in reads),
             "filled_ranges": len(chosen), "filled_bytes": total,
-            "fill_s": round(time.monotonic() - t0, 1),
+            "fill_s": round(time.monotonic() - t0, 1), "fill_untimed": bool(h.mounts),
             "oldest_filled_s": chosen[0][0] if chosen else None}, past_s

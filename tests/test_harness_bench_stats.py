@@ -61,6 +61,14 @@ def test_a_rate_passes_only_on_enough_seeds_all_passing():
     assert stats.probe_passed({"failed_pct": 0.3, "errors": {}})
     assert not stats.probe_passed({"failed_pct": 0.31, "errors": {}})
     assert not stats.probe_passed({"failed_pct": 0.0, "errors": {"integrity": 1}})
+    # the load it started with counts: a server that shed it fails
+    shed = {"failed_pct": 0.0, "errors": {}, "past": {"running": 525, "failed": 328},
+            "warmup_started": 388, "warmup_failed": 168}
+    assert stats.unjudged_failed_pct(shed) == 100.0 * 496 / 913
+    assert not stats.probe_passed(shed)
+    assert stats.probe_passed({**shed, "past": {"running": 525, "failed": 1}, "warmup_failed": 1})
+    assert not stats.probe_passed({**shed, "past": {"running": 525, "failed": 2}, "warmup_failed": 1})
+    assert stats.probe_passed({**shed, "past": None, "warmup_started": 0, "warmup_failed": 0})
 
 
 def test_the_answer_counts_only_rates_every_drawn_seed_ran_and_passed():

@@ -51,6 +51,8 @@ def _probe_line(rig, tag, rec):
         + (f" (after {rec['settle_s']:g} s for the disk to go idle)"
            if rec["settle_s"] >= 5 else "")
         + ("" if st.get("steady", True) else f" [not steady: {'; '.join(st['reasons'])}]")
+        + (f" [before the judged window {stats.unjudged_failed_pct(rec):.2f}% failed]"
+           if stats.unjudged_failed_pct(rec) else "")
         + (" [rerun: other load]" if rec.get("rerun") else "")
         + f": {'pass' if rec['pass'] else 'FAIL'}")
 

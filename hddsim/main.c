@@ -168,7 +168,7 @@ static int parse(int argc, char **argv, struct opts *o)
 
 /* SIGUSR1: answer reads at once, outside the model; SIGUSR2: back to the
  * modelled drive (sched_set_timed).  A benchmark fills the page cache
- * with a probe's past this way (docs/hddsim.md, "Untimed reads"). */
+ * with a probe's past this way (docs/hddsim.md, "Observing it"). */
 static struct sched *timing;
 
 static void on_timing_signal(int sig)

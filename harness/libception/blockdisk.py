@@ -13,9 +13,9 @@ changes knobs of it.
 
 It has hddsim.Mount's surface (path, stats, untimed, drop_cache,
 read_ahead_kb, unmount), so the benchmark uses either (mount(), below).
-Teardown is the reverse order, on exit and on an exception; each piece is named in a
-cleanup.StackRecord first, so `libception cleanup` removes what a killed
-owner left.
+Teardown is the reverse order, on exit and on an exception; each piece
+is named in a cleanup.StackRecord first, so `libception cleanup` removes
+what a killed owner left.
 """
 import os
 import subprocess

@@ -42,6 +42,7 @@ def warm_up(rig, h, cfg, settings, tag):
 def _probe_line(rig, tag, rec):
     disk = rec.get("disk_time") or {}
     st = rec.get("steady") or {}
+    before = stats.unjudged_failed_pct(rec)
     rig.progress.line(
         f"{tag}: {rec['rate']:g}/s seed {rec['seed']} -> failed {rec['failed_pct']:.2f}%, "
         f"{rec['mb_per_s']:.1f} MB/s to clients"
@@ -51,8 +52,7 @@ def _probe_line(rig, tag, rec):
         + (f" (after {rec['settle_s']:g} s for the disk to go idle)"
            if rec["settle_s"] >= 5 else "")
         + ("" if st.get("steady", True) else f" [not steady: {'; '.join(st['reasons'])}]")
-        + (f" [before the judged window {stats.unjudged_failed_pct(rec):.2f}% failed]"
-           if stats.unjudged_failed_pct(rec) else "")
+        + (f" [before the judged window {before:.2f}% failed]" if before else "")
         + (" [rerun: other load]" if rec.get("rerun") else "")
         + f": {'pass' if rec['pass'] else 'FAIL'}")
 

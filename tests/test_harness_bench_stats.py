@@ -524,7 +524,9 @@ def test_tuning_challenges_each_candidate_once_on_the_first_seed(tmp_path):
     assert out["best"] == {"x": 3}
     # the winner's first-seed answer, within the search's resolution
     assert 9.0 / 1.1 <= out["score"] <= 9.0
-    assert rig.get(out["record_point"])["answer"] == out["score"]
+    assert rig.get({"part": "tune", "server": "nginx", "kind": "t",
+                    "candidate": out["best"]})["answer"] == out["score"]
+    assert out["failed_above"] > out["score"]
     per_candidate = {}
     for cand, rate, seed in rig.probes:
         per_candidate.setdefault(cand, []).append((rate, seed))
@@ -535,6 +537,63 @@ def test_tuning_challenges_each_candidate_once_on_the_first_seed(tmp_path):
     assert {s for _, _, s in rig.probes} == {search_settings["seed"]}
     # far fewer probes than an every-seed search per candidate (about 18 each)
     assert len(rig.probes) < 6 * 18 / 3
+
+
+def test_a_start_point_already_searched_is_not_searched_again(tmp_path):
+    """The kernel kind on the block disk starts from vanilla's winner on
+    the same queue: its answer is taken, not measured, and the first
+    challenger is probed where vanilla failed."""
+    from libception.bench import common, tune
+    rates = {1: 5.0, 2: 6.0, 3: 4.0}
+    rig = SearchRig(tmp_path, lambda p: rates[p["x"]])
+    known = {"point": {"x": 1}, "answer": 4.9, "failed_above": 5.4, "why": "test"}
+    out = tune.tune_config(rig, lambda p: {"server": "nginx", "tunables": {}, "p": p},
+                           [("x", [1, 2, 3])], {"x": 1}, 12,
+                           dict(common.search_settings(False, start=6), seeds=1),
+                           {"part": "tune", "server": "nginx", "kind": "t"}, "t", known)
+    assert out["best"] == {"x": 2} and 6.0 / 1.1 <= out["score"] <= 6.0
+    assert not [p for p in rig.probes if p[0] == json.dumps({"x": 1})]
+    assert rig.probes[0] == (json.dumps({"x": 2}), 5.4, 1)
+    assert [t["score"] for t in out["tried"]][0] == 4.9
+
+
+def test_only_the_kernel_kind_on_the_runs_own_queue_reuses_vanillas_answer():
+    from libception.bench import tune
+    start = tuning.start_point("nginx", "kernel", {"workers": 8}, "block")
+    s = {"disk": "block"}
+    assert tune.same_as_vanilla(s, "kernel", start)
+    assert not tune.same_as_vanilla(s, "libception", start)
+    assert not tune.same_as_vanilla({"disk": "fuse"}, "kernel", start)
+    # a run whose vanilla ran bfq: the kernel start (mq-deadline) differs
+    assert not tune.same_as_vanilla({"disk": "block", "scheduler": "bfq"}, "kernel", start)
+    assert tune.same_as_vanilla({"disk": "block", "scheduler": "mq-deadline"}, "kernel", start)
+
+
+def test_a_challenger_that_sheds_its_starting_load_scores_below_the_best(tmp_path):
+    """Its judged sessions failed none, but the sessions before them did
+    (nginx's aio threads, 2026-11-27): it is worse than the best, not a
+    tie that the walk crosses, so two of them end the walk."""
+    from libception.bench import common, tune
+
+    class Sheds(SearchRig):
+        def probe_at(self, cfg, tag, point, settings, rate, what=None):
+            rec = super().probe_at(cfg, tag, point, settings, rate, what)
+            if cfg["p"]["x"] in (2, 3):
+                rec["probe"].update({"pass": False, "failed_pct": 0.0,
+                                     "past": {"running": 500, "failed": 200},
+                                     "warmup_started": 300, "warmup_failed": 100})
+            return rec
+    rates = {1: 5.0, 2: 9.0, 3: 9.0, 4: 20.0}
+    rig = Sheds(tmp_path, lambda p: rates[p["x"]])
+    out = tune.tune_config(rig, lambda p: {"server": "nginx", "tunables": {}, "p": p},
+                           [("x", [1, 2, 3, 4])], {"x": 1}, 12,
+                           dict(common.search_settings(False, start=6), seeds=1),
+                           {"part": "tune", "server": "nginx", "kind": "t"}, "t")
+    assert out["best"] == {"x": 1}
+    scores = {t["point"]["x"]: t["score"] for t in out["tried"]}
+    assert scores[2] < scores[1] and scores[3] < scores[1] and 4 not in scores
+    assert any("failed 37.50% at" in line and "(before the judged window)" in line
+               for line in rig.lines)
 
 
 def test_a_challenger_that_sends_a_wrong_byte_is_out(tmp_path):

@@ -28,7 +28,7 @@ import datetime
 import json
 import os
 
-from . import common, tuning
+from . import common, stats, tuning
 from .tune import tune_config
 
 CANDIDATES = {
@@ -97,9 +97,11 @@ def _screen(rig, base, server, s, rate):
         done = rig.probe_at(cfg, f"{server}-screen{i}", point, s["search"], rate,
                             f"{server}: screening {tun or 'defaults'}")
         p = done["probe"]
-        rig.log(f"{server}: {tun or 'defaults'} at {rate:g}/s: failed {p['failed_pct']:.2f}%, "
-                f"p99 {p['latency_ms']['p99']:.0f} ms")
-        records.append((p["failed_pct"], p["latency_ms"]["p99"], i, tun))
+        failed = stats.failed_share(p)
+        rig.log(f"{server}: {tun or 'defaults'} at {rate:g}/s: failed {failed:.2f}%"
+                + (" (before the judged window)" if failed > p["failed_pct"] else "")
+                + f", p99 {p['latency_ms']['p99']:.0f} ms")
+        records.append((failed, p["latency_ms"]["p99"], i, tun))
     records.sort(key=lambda r: r[:3])
     return records[0][3], records
 

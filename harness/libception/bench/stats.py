@@ -45,6 +45,14 @@ def unjudged_failed_pct(rec):
     return 100.0 * failed / n if n else 0.0
 
 
+def failed_share(rec):
+    """What a probe failed by, in percent: the larger of its judged
+    sessions' failed share and that of the sessions before them.  A
+    probe that shed its starting load (0% judged) is not ranked as one
+    that failed nothing."""
+    return max(rec["failed_pct"], unjudged_failed_pct(rec))
+
+
 def probe_passed(rec, max_fail=0.3):
     """One seed's run at one rate: at most `max_fail` percent of its
     judged sessions failed, and of the sessions before them, and no byte

@@ -14,7 +14,7 @@ import datetime
 import json
 import os
 
-from .. import servers
+from .. import blockdisk, servers
 from . import common, stats, tuning
 
 TUNED_FILE = "tuned.json"
@@ -41,25 +41,27 @@ def base_config(rig, s):
             "memory_limit": common.memory_limit(lib, s["memory_ratio"])}
 
 
-def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
-    """tuning.tune() over candidates challenged before they are searched,
-    then the winner's answer confirmed on every seed.
+def tune_config(rig, make_cfg, dims, start, budget, search, point, tag, known=None):
+    """tuning.tune() over candidates challenged before they are searched.
 
-    The start point gets a max-rate search on the first seed.  Every later
+    The start point gets a max-rate search on the first seed, unless
+    `known` ({"point", "answer", "failed_above", "why"}) holds that search
+    already made for the same configuration (the kernel kind's start is
+    vanilla's winner: same_as_vanilla).  Every later
     candidate is first probed once, first seed, at the lowest rate the
     best so far failed (or best x (1 + rel_resolution)): one that fails
     there cannot be told better than the best at the search's resolution,
     and scores just below it, lower the more sessions it failed; one that
     passes gets a first-seed search upward from there (steps of 1 + 2 x
-    rel_resolution) and scores its answer.  The winner is then searched
-    on every seed from its first-seed answer, and that answer is the
-    result (out["score"], recorded under out["record_point"]).  Why: an every-seed search per
-    candidate is about 18 probes of 7 minutes at the full probe, 12
-    candidates a day and a half per kind; a challenge is one probe, and
-    no claim rests on a candidate that lost (the claims rest on the
-    winner's every-seed answer, and in `bench compare` on its rounds).
-    Each record sits under `point` plus the candidate (so --resume skips
-    it).  A configuration the server refuses scores None."""
+    rel_resolution) and scores its answer.  The winner's first-seed
+    answer is the result (out["score"]; out["failed_above"], the rate
+    it failed at).  Why: an every-seed search per candidate is about 18
+    probes of 7 minutes at the full probe, 12 candidates a day and a half
+    per kind; a challenge is one probe, and no claim rests on a tuning's
+    answers (`bench compare` measures the winners on every seed, in
+    rounds).  Each record sits under `point` plus the candidate (so
+    --resume skips it).  A configuration the server refuses scores
+    None."""
     rel = float(search.get("rel_resolution", 0.1))
     first = dict(search, seeds=1, all_seeds=False)   # one seed: a screen
     state = {"best": None, "above": None, "n": 0}
@@ -68,6 +70,11 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
         cfg = make_cfg(p)
         state["n"] += 1
         name = f"{tag}-{state['n']}"
+        if known and p == known["point"]:
+            rig.log(f"{name}: {p}: {known['answer']:g} sessions/s (first seed), "
+                    f"not measured again: {known['why']}")
+            state["best"], state["above"] = known["answer"], known.get("failed_above")
+            return known["answer"]
         try:
             servers.make_server(cfg.get("server", "nginx"), os.path.join(rig.work, name, "check"),
                                 rig.work, rig.port, cfg.get("tunables")).check()
@@ -85,9 +92,11 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
                 rig.log(f"{name}: {p}: integrity errors at {rate:g}/s")
                 return None
             if not probe["pass"]:
-                score = state["best"] * (1 - rel * min(probe["failed_pct"], 100) / 100)
-                rig.log(f"{name}: {p}: failed {probe['failed_pct']:.2f}% at {rate:g}/s: "
-                        f"not better than {state['best']:g}/s")
+                failed = stats.failed_share(probe)
+                score = state["best"] * (1 - rel * min(failed, 100) / 100)
+                rig.log(f"{name}: {p}: failed {failed:.2f}% at {rate:g}/s"
+                        + (" (before the judged window)" if failed > probe["failed_pct"] else "")
+                        + f": not better than {state['best']:g}/s")
                 return score
             settings = dict(first, start=rate, passed=rate, growth=1 + 2 * rel)
         o = rig.max_rate(cfg, name, settings, where)
@@ -98,17 +107,37 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag):
         return answer
 
     out = tuning.tune(evaluate, dims, start, budget)
-    out["record_point"] = None if out["score"] is None else {**point, "candidate": out["best"]}
+    out["failed_above"] = state["above"] if out["score"] is not None else None
     return out
 
 
-def tune_kind(rig, base, server, kind, s, vanilla_best=None):
-    """One kind on one server: its grid, its start, the common budget."""
+def same_as_vanilla(s, kind, start):
+    """Whether `kind`'s start point is vanilla's winner itself: the
+    kernel kind on the block disk starts from the queue vanilla runs (the
+    SATA queue, unless the run's --set changed a knob of it) with
+    vanilla's winning server settings, so measuring it again would spend
+    a search on a configuration already searched."""
+    if kind != "kernel" or s.get("disk") != "block":
+        return False
+    queue = {**blockdisk.SATA_QUEUE,
+             **{k: s[k] for k in blockdisk.SATA_QUEUE if s.get(k) is not None}}
+    return all(start[k] == v for k, v in queue.items() if k in start)
+
+
+def tune_kind(rig, base, server, kind, s, vanilla=None):
+    """One kind on one server: its grid, its start, the common budget.
+    vanilla: vanilla's tune_config outcome (the others start from its
+    winner)."""
     dims = tuning.grid(server, kind, s["disk"])
-    start = tuning.start_point(server, kind, vanilla_best, s["disk"])
+    start = tuning.start_point(server, kind, vanilla and vanilla["best"], s["disk"])
+    known = None
+    if vanilla and vanilla["score"] and same_as_vanilla(s, kind, start):
+        known = {"point": start, "answer": vanilla["score"],
+                 "failed_above": vanilla["failed_above"],
+                 "why": "vanilla's winner on the same queue"}
     return tune_config(rig, lambda p: tuning.configure(base, server, kind, p), dims, start,
                        s["budget"], s["search"], {"part": "tune", "server": server, "kind": kind},
-                       f"{server}-{kind}")
+                       f"{server}-{kind}", known)
 
 
 def run(rig, s):
@@ -119,13 +148,13 @@ def run(rig, s):
             rig.progress.drop(steps(dict(s, servers=[server])))
             continue
         best[server] = {}
-        vanilla_best = None
+        vanilla = None
         # vanilla always: the others start from its winner
         kinds = tuning.KINDS + (tuning.WATCH,)
         for kind in [k for k in kinds if k == "vanilla" or k in s["kinds"]]:
-            out = tune_kind(rig, base, server, kind, s, vanilla_best)
+            out = tune_kind(rig, base, server, kind, s, vanilla)
             if kind == "vanilla":
-                vanilla_best = out["best"]
+                vanilla = out
             best[server][kind] = {
                 "point": out["best"], "answer": out["score"],
                 "candidates": len(out["tried"]),

@@ -97,11 +97,9 @@ def _screen(rig, base, server, s, rate):
         done = rig.probe_at(cfg, f"{server}-screen{i}", point, s["search"], rate,
                             f"{server}: screening {tun or 'defaults'}")
         p = done["probe"]
-        failed = stats.failed_share(p)
-        rig.log(f"{server}: {tun or 'defaults'} at {rate:g}/s: failed {failed:.2f}%"
-                + (" (before the judged window)" if failed > p["failed_pct"] else "")
-                + f", p99 {p['latency_ms']['p99']:.0f} ms")
-        records.append((failed, p["latency_ms"]["p99"], i, tun))
+        rig.log(f"{server}: {tun or 'defaults'} at {rate:g}/s: failed {stats.failed_share_text(p)}, "
+                f"p99 {p['latency_ms']['p99']:.0f} ms")
+        records.append((stats.failed_share(p), p["latency_ms"]["p99"], i, tun))
     records.sort(key=lambda r: r[:3])
     return records[0][3], records
 

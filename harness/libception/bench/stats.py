@@ -53,6 +53,13 @@ def failed_share(rec):
     return max(rec["failed_pct"], unjudged_failed_pct(rec))
 
 
+def failed_share_text(rec):
+    """failed_share as the logs print it, saying so when the sessions
+    before the judged window decide it."""
+    share = failed_share(rec)
+    return f"{share:.2f}%" + (" (before the judged window)" if share > rec["failed_pct"] else "")
+
+
 def probe_passed(rec, max_fail=0.3):
     """One seed's run at one rate: at most `max_fail` percent of its
     judged sessions failed, and of the sessions before them, and no byte

@@ -92,11 +92,9 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag, known=No
                 rig.log(f"{name}: {p}: integrity errors at {rate:g}/s")
                 return None
             if not probe["pass"]:
-                failed = stats.failed_share(probe)
-                score = state["best"] * (1 - rel * min(failed, 100) / 100)
-                rig.log(f"{name}: {p}: failed {failed:.2f}% at {rate:g}/s"
-                        + (" (before the judged window)" if failed > probe["failed_pct"] else "")
-                        + f": not better than {state['best']:g}/s")
+                score = state["best"] * (1 - rel * min(stats.failed_share(probe), 100) / 100)
+                rig.log(f"{name}: {p}: failed {stats.failed_share_text(probe)} at {rate:g}/s: "
+                        f"not better than {state['best']:g}/s")
                 return score
             settings = dict(first, start=rate, passed=rate, growth=1 + 2 * rel)
         o = rig.max_rate(cfg, name, settings, where)

@@ -69,8 +69,7 @@ def probe_passed(rec, max_fail=0.3):
     of 731 judged)."""
     if "pass" in rec:
         return bool(rec["pass"])
-    return (rec["failed_pct"] <= max_fail and unjudged_failed_pct(rec) <= max_fail
-            and not wrong_bytes(rec))
+    return failed_share(rec) <= max_fail and not wrong_bytes(rec)
 
 
 def rate_verdict(seed_passed, min_seeds=3):

@@ -67,7 +67,6 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag, known=No
     state = {"best": None, "above": None, "n": 0}
 
     def evaluate(p):
-        cfg = make_cfg(p)
         state["n"] += 1
         name = f"{tag}-{state['n']}"
         if known and p == known["point"]:
@@ -75,6 +74,7 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag, known=No
                     f"not measured again: {known['why']}")
             state["best"], state["above"] = known["answer"], known.get("failed_above")
             return known["answer"]
+        cfg = make_cfg(p)
         try:
             servers.make_server(cfg.get("server", "nginx"), os.path.join(rig.work, name, "check"),
                                 rig.work, rig.port, cfg.get("tunables")).check()

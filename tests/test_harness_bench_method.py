@@ -168,6 +168,31 @@ def test_journal_survives_a_cut_last_line_and_finds_probes(tmp_path):
     assert entries[0]["git_commit"] == "abc" and entries[0]["measured_at"]
 
 
+def test_a_carried_journal_keeps_every_decision_and_drops_the_bulk(tmp_path):
+    measured, carried = tmp_path / "measured", tmp_path / "carried"
+    measured.mkdir()
+    carried.mkdir()
+    j = journal.Journal(str(measured), "abc")
+    point = {"config": "nginx vanilla"}
+    bulky = {"timeline": {"t_s": list(range(80))}, "daemon_stats": {"devices": [{}]},
+             "calls": {"sendfile": {}}, "memory_lists": {"active": 1}}
+    j.add(point, "vanilla", {**_probe(4.0, 1, ok=False), **bulky}, attempt=1, superseded=True)
+    j.add(point, "vanilla", {**_probe(4.0, 1), **bulky, "parts": [dict(bulky, mb_per_s=3)]},
+          attempt=2)
+    dest = carried / journal.NAME
+    entries = journal.carry(str(measured), str(dest))
+    assert len(entries) == 2 and journal.commits(entries) == ["abc"]
+    back = journal.read(str(dest))
+    assert [(e["superseded"], e["attempt"]) for e in back] == [(True, 1), (False, 2)]
+    kept = journal.Journal(str(carried), "abc").find(point, 4, 1)
+    assert kept["pass"] and kept["steady"] == {"steady": True} and kept["failed_pct"] == 0.0
+    assert not set(journal.BULKY) & (set(kept) | set(kept["parts"][0]))
+    assert kept["parts"][0]["mb_per_s"] == 3
+    assert dest.stat().st_size < (measured / journal.NAME).stat().st_size
+    with pytest.raises(ValueError, match="no probes"):
+        journal.carry(str(tmp_path), str(tmp_path / "nothing.gz"))
+
+
 def test_summary_round_trip(tmp_path):
     res = results.Results(str(tmp_path / "demo.json"), "demo",
                           settings={"drive": "wd-red", "library": {"count": 60},
@@ -252,6 +277,26 @@ def test_resumed_run_does_not_redo_a_persisted_probe(scratch, harness_port):
     kept = _kept(path)
     assert kept[:len(done)] == done and len(set(kept)) == len(kept), kept
     assert "skip vanilla: 2 sessions/s" in err
+    # On another machine the run is its carried journal alone.
+    moved = scratch / "moved"
+    moved.mkdir()
+    p = subprocess.run([LIBCEPTION, "results", "carry", str(out), str(moved / journal.NAME)],
+                       capture_output=True, text=True, timeout=60)
+    measured = len(journal.read(str(path)))
+    assert p.returncode == 0 and f": {measured} probe" in p.stdout, p.stderr
+    third = subprocess.Popen(cmd[:-4] + ["--out", str(moved), "--port", str(harness_port),
+                                         "--resume"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: len(_kept(moved / journal.NAME)) > len(kept), third, 120)
+        third.send_signal(signal.SIGTERM)
+        err = third.communicate(timeout=60)[1]
+    finally:
+        if third.poll() is None:
+            third.kill()
+            third.wait()
+    assert _kept(moved / journal.NAME)[:len(kept)] == kept
+    assert "skip vanilla: 2 sessions/s" in err
 
 
 def test_resume_is_refused_at_another_commit(scratch):
@@ -265,3 +310,11 @@ def test_resume_is_refused_at_another_commit(scratch):
     assert p.returncode == 1
     assert len(p.stderr.strip().splitlines()) == 1
     assert "0" * 40 in p.stderr and "same commit" in p.stderr
+    # a directory holding only a carried journal answers by its probes' commit
+    (out / "demo.json").unlink()
+    journal.Journal(str(out), "1" * 40).add({"config": "nginx vanilla"}, "vanilla",
+                                             _probe(2.0, 1))
+    p = subprocess.run([LIBCEPTION, "bench", "demo", "--quick", "--resume", "--out", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
+    assert "1" * 40 in p.stderr and "same commit" in p.stderr

@@ -85,8 +85,16 @@ def _hours(seconds):
 
 
 def _same_commit(json_path, scenario):
-    """--resume continues a run only at the commit that started it."""
+    """--resume continues a run only at the commit that started it; a
+    directory holding only a carried journal answers by its probes'."""
     if not os.path.exists(json_path):
+        entries = journal.read(os.path.join(os.path.dirname(json_path), journal.NAME))
+        was = journal.commits(entries)[:1]
+        if was and was[0] != results.git_commit():
+            raise results.ResultsError(f"{os.path.dirname(json_path)}: its probes were measured "
+                                       f"at commit {was[0]}, this is {results.git_commit()}: "
+                                       "--resume continues a run only on the same commit "
+                                       "(use a worktree at that commit)")
         return
     data = results.load(json_path)
     if data.get("scenario") != scenario:

@@ -2,7 +2,12 @@
 one JSON line per probe, each appended as its own gzip member (a run
 killed mid-write loses at most the line being written; the reader stops
 at a truncated member).  `--resume` looks probes up here by (point, rate,
-seed) and does not run them again (docs/benchmark.md, "Results files")."""
+seed) and does not run them again (docs/benchmark.md, "Results files").
+
+A run outlives the machine that measured it only through `carry`: the
+journal without its probes' bulk, small enough to keep in the repository
+and resumed from on the next machine (docs/benchmark.md, "Carrying a run
+to another machine")."""
 import datetime
 import gzip
 import json
@@ -10,6 +15,12 @@ import os
 import zlib
 
 NAME = "probes.jsonl.gz"
+
+# What a carried journal leaves out of each probe: its timeline (already
+# judged: `steady` holds the verdict), receptiond's full statistics and
+# per-call histograms, and the memory lists.  No decision of a resumed run
+# and no summary reads them; they are most of a probe's bytes.
+BULKY = ("timeline", "daemon_stats", "calls", "memory_lists")
 
 
 def _key(point, rate, seed):
@@ -76,3 +87,33 @@ class Journal:
             os.fsync(f.fileno())
         if not superseded:
             self.done[_key(point, probe["rate"], probe["seed"])] = probe
+
+
+def _slim(probe):
+    slim = {k: v for k, v in probe.items() if k not in BULKY}
+    if isinstance(slim.get("parts"), list):
+        slim["parts"] = [{k: v for k, v in part.items() if k not in BULKY}
+                         if isinstance(part, dict) else part for part in slim["parts"]]
+    return slim
+
+
+def commits(entries):
+    """The commits that measured `entries`, in order of first appearance."""
+    return list(dict.fromkeys(e.get("git_commit") for e in entries))
+
+
+def carry(directory, dest):
+    """Write DIR's journal to `dest` (one gzip stream, a journal that
+    `Journal` reads) without the probes' BULKY parts; the entries kept are
+    every entry, superseded ones included, so the carried run reports
+    what the measured one would.  Returns the entries written."""
+    entries = read(os.path.join(directory, NAME))
+    if not entries:
+        raise ValueError(f"{directory}: no probes in {NAME}")
+    slim = [{**e, "probe": _slim(e["probe"]), "carried": True} for e in entries]
+    tmp = dest + ".tmp"
+    with gzip.open(tmp, "wt", encoding="utf-8") as f:
+        for e in slim:
+            f.write(json.dumps(e, default=str, sort_keys=True) + "\n")
+    os.replace(tmp, dest)
+    return slim

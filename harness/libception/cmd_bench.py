@@ -89,12 +89,12 @@ def _same_commit(json_path, scenario):
     directory holding only a carried journal answers by its probes'."""
     if not os.path.exists(json_path):
         entries = journal.read(os.path.join(os.path.dirname(json_path), journal.NAME))
-        was = journal.commits(entries)[:1]
-        if was and was[0] != results.git_commit():
+        was, now = (entries[0].get("git_commit") if entries else None), results.git_commit()
+        if was and was != now:
             raise results.ResultsError(f"{os.path.dirname(json_path)}: its probes were measured "
-                                       f"at commit {was[0]}, this is {results.git_commit()}: "
-                                       "--resume continues a run only on the same commit "
-                                       "(use a worktree at that commit)")
+                                       f"at commit {was}, this is {now}: --resume continues "
+                                       "a run only on the same commit (use a worktree at that "
+                                       "commit)")
         return
     data = results.load(json_path)
     if data.get("scenario") != scenario:

@@ -142,6 +142,15 @@ def test_cpu_meter_counts_a_busy_loop_as_other_unless_it_is_ours():
     assert a.verdict(None) == {**a.result(), "threshold": None, "disturbed": False}
 
 
+def test_cpu_meter_records_what_the_hypervisor_stole():
+    m = cpumeter.CpuMeter(lambda procs: set())
+    m._t0, m._t1 = 0.0, 10.0
+    m._last = ((100.0, 5.0), {})
+    m._account(((108.0, 7.5), {}))      # 8 s busy, 2.5 s stolen, over 10 s
+    r = m.result()
+    assert (r["cores"], r["machine_cores"], r["steal_cores"]) == (0.8, 0.8, 0.25)
+
+
 def _probe(rate, seed, ok=True):
     return {"rate": rate, "seed": seed, "pass": ok, "failed_pct": 0.0 if ok else 2.5,
             "started": 100, "mb_per_s": 40.0, "max_active": 300,

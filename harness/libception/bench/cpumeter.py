@@ -14,13 +14,15 @@ import time
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def machine_busy_s():
-    """Seconds of CPU the whole machine spent busy since boot (all cores)."""
+def machine_times():
+    """(busy, stolen): seconds of CPU the whole machine spent busy since
+    boot (all cores), and seconds the hypervisor gave its CPUs to others
+    (steal: load this machine's processes cannot show)."""
     with open("/proc/stat") as f:
         fields = [int(x) for x in f.readline().split()[1:]]
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)   # idle + iowait
     steal = fields[7] if len(fields) > 7 else 0
-    return (sum(fields[:8]) - idle - steal) / TICK
+    return (sum(fields[:8]) - idle - steal) / TICK, steal / TICK
 
 
 def _stat(pid):
@@ -61,7 +63,9 @@ def descendants(root, procs):
 
 class CpuMeter:
     """with CpuMeter(ours) as m: ...; then m.result(): {"cpu_s",
-    "seconds", "cores", "machine_cores"} for the processes not ours."""
+    "seconds", "cores", "machine_cores"} for the processes not ours, and
+    "steal_cores", the CPU the hypervisor took (recorded, not judged:
+    the machine's quietness as seen from outside it)."""
 
     def __init__(self, ours=None, interval=2.0, clock=time.monotonic):
         self.clock = clock
@@ -69,19 +73,21 @@ class CpuMeter:
         self.interval = interval
         self.other_s = 0.0
         self.machine_s = 0.0
+        self.steal_s = 0.0
         self._stop = threading.Event()
         self._thread = None
 
     def _sample(self):
         procs = process_cpu()
         mine = self.ours(procs)
-        return machine_busy_s(), {p: procs[p][1] for p in mine if p in procs}
+        return machine_times(), {p: procs[p][1] for p in mine if p in procs}
 
     def _account(self, new):
-        busy, mine = new
-        busy0, mine0 = self._last
+        (busy, steal), mine = new
+        (busy0, steal0), mine0 = self._last
         ours = sum(c - mine0.get(p, 0.0) for p, c in mine.items())
         self.machine_s += busy - busy0
+        self.steal_s += steal - steal0
         self.other_s += max(0.0, (busy - busy0) - ours)
         self._last = new
 
@@ -106,7 +112,8 @@ class CpuMeter:
         secs = max(1e-9, self._t1 - self._t0)
         return {"cpu_s": round(self.other_s, 3), "seconds": round(secs, 3),
                 "cores": round(self.other_s / secs, 3),
-                "machine_cores": round(self.machine_s / secs, 3)}
+                "machine_cores": round(self.machine_s / secs, 3),
+                "steal_cores": round(self.steal_s / secs, 3)}
 
     def verdict(self, threshold):
         """result() judged by the benchmarks' one rule: `disturbed` when

@@ -188,11 +188,17 @@ def test_a_carried_journal_keeps_every_decision_and_drops_the_bulk(tmp_path):
     j.add(point, "vanilla", {**_probe(4.0, 1, ok=False), **bulky}, attempt=1, superseded=True)
     j.add(point, "vanilla", {**_probe(4.0, 1), **bulky, "parts": [dict(bulky, mb_per_s=3)]},
           attempt=2)
+    with gzip.open(measured / journal.NAME, "at") as f:   # a journal of an older commit
+        f.write(json.dumps({"point": point, "tag": "vanilla", "rate": 2.0, "seed": 1,
+                            "attempt": 1, "superseded": False, "probe": _probe(2.0, 1),
+                            "git_commit": "abc", "measured_at": "2026-11-27T00:00:00+00:00"})
+                + "\n")
     dest = carried / journal.NAME
     entries = journal.carry(str(measured), str(dest))
-    assert len(entries) == 2 and journal.commits(entries) == ["abc"]
+    assert len(entries) == 3 and journal.commits(entries) == ["abc"]
+    assert {e["boot_id"] for e in entries} == {journal.boot_id()} != {None}
     back = journal.read(str(dest))
-    assert [(e["superseded"], e["attempt"]) for e in back] == [(True, 1), (False, 2)]
+    assert [(e["superseded"], e["attempt"]) for e in back] == [(True, 1), (False, 2), (False, 1)]
     kept = journal.Journal(str(carried), "abc").find(point, 4, 1)
     assert kept["pass"] and kept["steady"] == {"steady": True} and kept["failed_pct"] == 0.0
     assert not set(journal.BULKY) & (set(kept) | set(kept["parts"][0]))
@@ -225,6 +231,7 @@ def test_summary_round_trip(tmp_path):
     m = back["metadata"]
     assert m["command"] == ["libception", "bench", "demo"] and m["method"] == "steady"
     assert m["probes"] == 5 and m["reruns"] == 1 and m["not_steady"] == 1
+    assert m["boots"] == 1      # each entry names the boot that measured it
     assert m["disk"] == {"drive": "wd-red", "library": {"count": 60}, "memory_limit": LIMIT}
     a_van, a_lc = back["answers"]
     assert a_van["answer"] == 4.0 and a_van["failed_above"] == 8.0

@@ -23,6 +23,16 @@ NAME = "probes.jsonl.gz"
 BULKY = ("timeline", "daemon_stats", "calls", "memory_lists")
 
 
+def boot_id():
+    """This boot's random id: which probes of a carried run one machine
+    measured (the same probe differs between machines)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def _key(point, rate, seed):
     return json.dumps([point, round(float(rate), 6), int(seed)], sort_keys=True)
 
@@ -77,7 +87,7 @@ class Journal:
     def add(self, point, tag, probe, attempt=1, superseded=False):
         entry = {"point": point, "tag": tag, "rate": probe["rate"], "seed": probe["seed"],
                  "attempt": attempt, "superseded": superseded, "probe": probe,
-                 "git_commit": self.commit,
+                 "git_commit": self.commit, "boot_id": boot_id(),
                  "measured_at": datetime.datetime.now(datetime.timezone.utc)
                  .isoformat(timespec="seconds")}
         data = gzip.compress((json.dumps(entry, default=str) + "\n").encode())
@@ -106,11 +116,15 @@ def carry(directory, dest):
     """Write DIR's journal to `dest` (one gzip stream, a journal that
     `Journal` reads) without the probes' BULKY parts; the entries kept are
     every entry, superseded ones included, so the carried run reports
-    what the measured one would.  Returns the entries written."""
+    what the measured one would.  Run it on the machine that measured the
+    run: an entry that does not name its boot (a journal of an older
+    commit) is given this one's.  Returns the entries written."""
     entries = read(os.path.join(directory, NAME))
     if not entries:
         raise ValueError(f"{directory}: no probes in {NAME}")
-    slim = [{**e, "probe": _slim(e["probe"]), "carried": True} for e in entries]
+    here = boot_id()
+    slim = [{**e, "boot_id": e.get("boot_id") or here, "probe": _slim(e["probe"]),
+             "carried": True} for e in entries]
     tmp = dest + ".tmp"
     with gzip.open(tmp, "wt", encoding="utf-8") as f:
         for e in slim:

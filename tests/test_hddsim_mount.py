@@ -171,6 +171,18 @@ def test_read_ahead_kb_is_settable(small_library, hddsim_mount):
     assert m.read_ahead_kb == 64
 
 
+def test_a_mount_that_fails_once_mounted_leaves_nothing_behind(small_library, scratch):
+    # An error, or the benchmark's SIGTERM, between hddsim's start and the
+    # Mount's return once left hddsim running and mounted, held by no one.
+    where = scratch / "mnt"
+    with pytest.raises(OSError):
+        hddsim.Mount(where, library=small_library, read_ahead_kb=-1)
+    assert not hddsim.is_mounted(os.path.realpath(where))
+    left = subprocess.run(["pgrep", "-f", f"hddsim {os.path.realpath(where)} "],
+                          capture_output=True, text=True)
+    assert left.stdout == "", left.stdout
+
+
 def run_hddsim(*args):
     return subprocess.run([bin_path("hddsim"), *map(str, args)], capture_output=True, text=True, timeout=30)
 

@@ -114,9 +114,16 @@ class Mount:
             elif v is not None:
                 cmd += [_FLAGS[k], str(v)]
         self.cmd = cmd
-        self._start(timeout)
-        if read_ahead_kb is not None:
-            self.read_ahead_kb = read_ahead_kb
+        # An error or a signal (the benchmark's SIGTERM) after hddsim has
+        # started and before this returns would leave it running and
+        # mounted, held by no one: the caller has no Mount to unmount.
+        try:
+            self._start(timeout)
+            if read_ahead_kb is not None:
+                self.read_ahead_kb = read_ahead_kb
+        except BaseException:
+            self.unmount()
+            raise
 
     def _start(self, timeout):
         os.makedirs(self.path, exist_ok=True)

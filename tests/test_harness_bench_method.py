@@ -156,7 +156,8 @@ def _probe(rate, seed, ok=True):
             "started": 100, "mb_per_s": 40.0, "max_active": 300,
             "disk_time": {"mb_per_s": 55.5, "transfer_share": 0.4, "busy_share": 0.9},
             "queue_wait_ms": {"count": 9, "p50": 1.0, "p99": 7.5, "max": 8.0},
-            "steady": {"steady": ok}, "other_cpu": {"cores": 0.1}, "cgroup_limit": LIMIT}
+            "steady": {"steady": ok}, "other_cpu": {"cores": 0.1}, "cgroup_limit": LIMIT,
+            "boot_id": "b1"}
 
 
 def test_journal_survives_a_cut_last_line_and_finds_probes(tmp_path):
@@ -190,13 +191,15 @@ def test_a_carried_journal_keeps_every_decision_and_drops_the_bulk(tmp_path):
           attempt=2)
     with gzip.open(measured / journal.NAME, "at") as f:   # a journal of an older commit
         f.write(json.dumps({"point": point, "tag": "vanilla", "rate": 2.0, "seed": 1,
-                            "attempt": 1, "superseded": False, "probe": _probe(2.0, 1),
+                            "attempt": 1, "superseded": False,
+                            "probe": {k: v for k, v in _probe(2.0, 1).items() if k != "boot_id"},
                             "git_commit": "abc", "measured_at": "2026-11-27T00:00:00+00:00"})
                 + "\n")
     dest = carried / journal.NAME
     entries = journal.carry(str(measured), str(dest))
     assert len(entries) == 3 and journal.commits(entries) == ["abc"]
-    assert {e["boot_id"] for e in entries} == {journal.boot_id()} != {None}
+    here = results.boot_id()
+    assert here and [e["probe"]["boot_id"] for e in entries] == ["b1", "b1", here]
     back = journal.read(str(dest))
     assert [(e["superseded"], e["attempt"]) for e in back] == [(True, 1), (False, 2), (False, 1)]
     kept = journal.Journal(str(carried), "abc").find(point, 4, 1)
@@ -231,7 +234,7 @@ def test_summary_round_trip(tmp_path):
     m = back["metadata"]
     assert m["command"] == ["libception", "bench", "demo"] and m["method"] == "steady"
     assert m["probes"] == 5 and m["reruns"] == 1 and m["not_steady"] == 1
-    assert m["boots"] == 1      # each entry names the boot that measured it
+    assert m["boots"] == 1      # each probe names the boot that measured it
     assert m["disk"] == {"drive": "wd-red", "library": {"count": 60}, "memory_limit": LIMIT}
     a_van, a_lc = back["answers"]
     assert a_van["answer"] == 4.0 and a_van["failed_above"] == 8.0
@@ -261,6 +264,20 @@ def _wait_for(cond, proc, timeout):
         time.sleep(0.2)
 
 
+def _resume_for_one_more_probe(cmd, path, kept_before):
+    """Run `cmd` until its journal keeps one more probe, stop it with
+    SIGTERM; its stderr."""
+    run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: len(_kept(path)) > kept_before, run, 120)
+        run.send_signal(signal.SIGTERM)
+        return run.communicate(timeout=60)[1]
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+
+
 def test_resumed_run_does_not_redo_a_persisted_probe(scratch, harness_port):
     out = scratch / "run"
     cmd = [LIBCEPTION, "bench", "demo", "--quick", "--duration", "3", "--warmup", "1",
@@ -280,16 +297,7 @@ def test_resumed_run_does_not_redo_a_persisted_probe(scratch, harness_port):
     probe = journal.read(str(path))[0]["probe"]
     assert probe["warmup_s"] == 1 and probe["timeline"]["active"] and probe["disk_time"]
     assert "steady" in probe and "cores" in probe["other_cpu"]
-    second = subprocess.Popen(cmd + ["--resume"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-    try:
-        _wait_for(lambda: len(_kept(path)) > len(done), second, 120)
-        second.send_signal(signal.SIGTERM)
-        err = second.communicate(timeout=60)[1]
-    finally:
-        if second.poll() is None:
-            second.kill()
-            second.wait()
+    err = _resume_for_one_more_probe(cmd + ["--resume"], path, len(done))
     kept = _kept(path)
     assert kept[:len(done)] == done and len(set(kept)) == len(kept), kept
     assert "skip vanilla: 2 sessions/s" in err
@@ -300,17 +308,9 @@ def test_resumed_run_does_not_redo_a_persisted_probe(scratch, harness_port):
                        capture_output=True, text=True, timeout=60)
     measured = len(journal.read(str(path)))
     assert p.returncode == 0 and f": {measured} probe" in p.stdout, p.stderr
-    third = subprocess.Popen(cmd[:-4] + ["--out", str(moved), "--port", str(harness_port),
-                                         "--resume"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        _wait_for(lambda: len(_kept(moved / journal.NAME)) > len(kept), third, 120)
-        third.send_signal(signal.SIGTERM)
-        err = third.communicate(timeout=60)[1]
-    finally:
-        if third.poll() is None:
-            third.kill()
-            third.wait()
+    err = _resume_for_one_more_probe(cmd[:-4] + ["--out", str(moved), "--port",
+                                                 str(harness_port), "--resume"],
+                                     moved / journal.NAME, len(kept))
     assert _kept(moved / journal.NAME)[:len(kept)] == kept
     assert "skip vanilla: 2 sessions/s" in err
 

@@ -263,11 +263,13 @@ def test_every_grid_value_is_accepted_by_the_real_server(scratch):
 class ThresholdRig:
     """Just what compare.run uses of a rig; each configuration passes a
     rate at or below its threshold (x the seed's factor), and the round
-    listed in `disturbed` records a disturbance in its first probe."""
+    listed in `disturbed` records a disturbance in its first probe; in a
+    round listed in `carried`, the last configuration was measured on
+    another machine."""
 
-    def __init__(self, out, thresholds, disturbed=()):
+    def __init__(self, out, thresholds, disturbed=(), carried=()):
         self.out, self.work = str(out), str(out)
-        self.thresholds, self.disturbed = thresholds, set(disturbed)
+        self.thresholds, self.disturbed, self.carried = thresholds, set(disturbed), set(carried)
         self.calls, self.lines, self.recorded = [], [], {}
         self.results = self
 
@@ -292,6 +294,9 @@ class ThresholdRig:
                 probes.append({"rate": rate, "seed": seed, "pass": rate <= limit})
         if point["round"] in self.disturbed:
             probes[0]["disturbance"] = "other processes used 0.9 cores"
+        last = len([r for r, _ in self.calls if r == point["round"]]) == len(self.thresholds)
+        for p in probes:
+            p["boot_id"] = "b2" if point["round"] in self.carried and last else "b1"
         passed = [p["rate"] for p in probes if p["pass"]]
         return {"answer": max(passed), "failed_above": 32.0, "probes": probes,
                 "git_commit": "c0ffee"}
@@ -317,6 +322,19 @@ def test_compare_runs_balanced_rounds_reports_every_one_and_reruns_a_disturbed_o
     assert (lib_van["num"], lib_van["den"]) == ("libception", "vanilla")
     assert lib_van["ratio"] == pytest.approx(4.0) and lib_van["met"]   # 16 / 4 every round
     assert "libception / vanilla: 4.00" in text and "target >= 2 met" in text
+
+
+def test_a_round_that_two_machines_measured_is_run_again(tmp_path):
+    from libception.bench import compare
+    s = compare.settings(True)
+    s.update(disk="fuse", rounds=2, seeds=3, resamples=300, kinds=["vanilla", "libception"])
+    rig = ThresholdRig(tmp_path, {"vanilla": 4, "libception": 15}, carried={1})
+    assert compare.run(rig, s) == 0
+    assert [r for r, _ in rig.calls] == [1, 1, 2, 2, 3, 3]
+    text = "\n".join(rig.lines)
+    assert "DISTURBED (measured on 2 machines (carried midway))" in text
+    assert "re-run of round 1" in text
+    assert rig.get({"part": "summary"})["rounds_used"] == 2
 
 
 class FiguresRig(ThresholdRig):

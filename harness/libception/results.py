@@ -24,10 +24,23 @@ class ResultsError(Exception):
     """A results file is unreadable or from another schema/version."""
 
 
+def boot_id():
+    """This boot's random id.  The machines a run is carried across can
+    look the same by every other field here, and the same probe differs
+    between them (docs/benchmark.md, "Carrying a run to another machine")."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def machine():
-    """What the numbers depend on: CPU, cores, memory, kernel."""
+    """What the numbers depend on: CPU, cores, memory, kernel, and which
+    boot of which machine."""
     info = {"hostname": platform.node(), "kernel": platform.release(),
-            "cpus": os.cpu_count(), "python": platform.python_version()}
+            "cpus": os.cpu_count(), "python": platform.python_version(),
+            "boot_id": boot_id()}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:

@@ -79,7 +79,7 @@ def summarize(data, entries):
                      "memory_limit": sorted(limits)[0] if len(limits) == 1 else sorted(limits)},
             "method": data.get("method", settings.get("method")),
             "search": settings.get("search"), "probes": len(kept),
-            "boots": len({e.get("boot_id") for e in kept} - {None}),
+            "boots": len({e["probe"].get("boot_id") for e in kept} - {None}),
             "reruns": sum(1 for e in kept if e["probe"].get("rerun")),
             "not_steady": sum(1 for e in kept
                               if (e["probe"].get("steady") or {}).get("steady") is False)}

@@ -7,8 +7,8 @@ configurations are the best of `bench tune` (settings "tuned": its
 tuned.json); without one, vanilla takes bench/best.json's tunables and
 the others their start points, and the output says they are untuned.
 Every round that ran is printed and recorded; a round with a recorded
-disturbance (a probe marked with one) is re-run once, both are printed,
-and only the re-run enters the intervals.  The ratios are the geometric
+disturbance (a probe marked with one, or probes of two machines) is
+re-run once, both are printed, and only the re-run enters the intervals.  The ratios are the geometric
 means of the per-round ratios with a two-stage bootstrap interval
 (bench/stats.py); a target is met only when the lower end clears it.
 """
@@ -97,6 +97,16 @@ def disturbance(outcome):
     return None
 
 
+def machines(outcomes):
+    """A round measured on more than one machine (a run carried to another
+    machine midway: docs/benchmark.md, "Carrying a run to another
+    machine") is disturbed: its configurations were not measured side by
+    side, and the same probe differs between machines."""
+    boots = {p.get("boot_id") for o in outcomes.values() for p in o.get("probes") or []
+             if not p.get("superseded")} - {None}
+    return f"measured on {len(boots)} machines (carried midway)" if len(boots) > 1 else None
+
+
 def run(rig, s):
     base = base_config(rig, s)
     configs, note = configurations(s)
@@ -120,7 +130,8 @@ def run(rig, s):
             outcomes[label] = rig.max_rate(
                 cfg, f"r{n}-{label}", dict(search, start=start or search["start"], **step),
                 {"part": "round", "round": n, "config": label})
-        why = next((d for d in (disturbance(outcomes[lab]) for lab in labels) if d), None)
+        why = next((d for d in (disturbance(outcomes[lab]) for lab in labels) if d),
+                   None) or machines(outcomes)
         rounds.append({"n": n, "order": [c[0] for c in order], "outcomes": outcomes,
                        "disturbance": why, "rerun_of": pending["n"] if pending else None})
         if why and reruns < s["reruns"]:

@@ -14,6 +14,8 @@ import json
 import os
 import zlib
 
+from .. import results
+
 NAME = "probes.jsonl.gz"
 
 # What a carried journal leaves out of each probe: its timeline (already
@@ -21,16 +23,6 @@ NAME = "probes.jsonl.gz"
 # per-call histograms, and the memory lists.  No decision of a resumed run
 # and no summary reads them; they are most of a probe's bytes.
 BULKY = ("timeline", "daemon_stats", "calls", "memory_lists")
-
-
-def boot_id():
-    """This boot's random id: which probes of a carried run one machine
-    measured (the same probe differs between machines)."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def _key(point, rate, seed):
@@ -87,7 +79,7 @@ class Journal:
     def add(self, point, tag, probe, attempt=1, superseded=False):
         entry = {"point": point, "tag": tag, "rate": probe["rate"], "seed": probe["seed"],
                  "attempt": attempt, "superseded": superseded, "probe": probe,
-                 "git_commit": self.commit, "boot_id": boot_id(),
+                 "git_commit": self.commit,
                  "measured_at": datetime.datetime.now(datetime.timezone.utc)
                  .isoformat(timespec="seconds")}
         data = gzip.compress((json.dumps(entry, default=str) + "\n").encode())
@@ -117,13 +109,13 @@ def carry(directory, dest):
     `Journal` reads) without the probes' BULKY parts; the entries kept are
     every entry, superseded ones included, so the carried run reports
     what the measured one would.  Run it on the machine that measured the
-    run: an entry that does not name its boot (a journal of an older
-    commit) is given this one's.  Returns the entries written."""
+    run: a probe that does not name its boot (`boot_id`; a journal of an
+    older commit) is given this one's.  Returns the entries written."""
     entries = read(os.path.join(directory, NAME))
     if not entries:
         raise ValueError(f"{directory}: no probes in {NAME}")
-    here = boot_id()
-    slim = [{**e, "boot_id": e.get("boot_id") or here, "probe": _slim(e["probe"]),
+    here = results.boot_id()
+    slim = [{**e, "probe": {**_slim(e["probe"]), "boot_id": e["probe"].get("boot_id") or here},
              "carried": True} for e in entries]
     tmp = dest + ".tmp"
     with gzip.open(tmp, "wt", encoding="utf-8") as f:

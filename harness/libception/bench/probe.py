@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 
-from .. import vidload
+from .. import results, vidload
 from . import cpumeter, disktime, past, stats, steady
 
 SAMPLE_S = 5.0   # timeline interval (vidload's and the memory group's)
@@ -277,6 +277,7 @@ def probe(rig, h, cfg, settings, rate, seed):
                                    [u for u in usage if u is not None] or None, limit)
     # None: recorded, never rerun
     rec["other_cpu"] = meter.verdict(settings.get("other_cpu_max", 0.5))
+    rec["boot_id"] = results.boot_id()
     if "parts" in res:
         rec["parts"] = res["parts"]
     judged_at, judged = sampler.judged or (None, before)

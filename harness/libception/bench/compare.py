@@ -8,9 +8,10 @@ tuned.json); without one, vanilla takes bench/best.json's tunables and
 the others their start points, and the output says they are untuned.
 Every round that ran is printed and recorded; a round with a recorded
 disturbance (a probe marked with one, or probes of two machines) is
-re-run once, both are printed, and only the re-run enters the intervals.  The ratios are the geometric
-means of the per-round ratios with a two-stage bootstrap interval
-(bench/stats.py); a target is met only when the lower end clears it.
+re-run once, both are printed, and only the re-run enters the intervals.
+The ratios are the geometric means of the per-round ratios with a
+two-stage bootstrap interval (bench/stats.py); a target is met only when
+the lower end clears it.
 """
 import json
 import math

@@ -11,9 +11,12 @@ import pytest
 # script), the suite inherits SIGINT ignored, and so would every program it
 # starts: libfuse and Python then keep it ignored, and the tests of what
 # SIGINT does would fail for a reason outside the code.  A handled signal
-# is reset to the default in exec'd children.
+# is reset to the default in exec'd children.  A runner may also start the
+# suite with SIGINT blocked, a mask every child inherits: the signal then
+# stays pending and a run meant to stop goes on to its end.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")

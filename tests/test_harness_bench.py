@@ -94,8 +94,8 @@ def test_interrupted_bench_leaves_nothing_behind(bench_out, harness_port, sig):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
-        for line in p.stderr:
-            if "sessions/s for" in line or time.monotonic() > deadline:
+        for line in p.stderr:  # the first probe has begun: everything is set up
+            if " sessions/s, warm-up" in line or time.monotonic() > deadline:
                 break
         # Mid-probe: mount, cgroup, nginx and vidload are all up.
         mounts, groups, procs = _leftovers(bench_out, p.pid)

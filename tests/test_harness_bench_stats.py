@@ -548,6 +548,8 @@ def test_tuning_challenges_each_candidate_once_on_the_first_seed(tmp_path):
     per_candidate = {}
     for cand, rate, seed in rig.probes:
         per_candidate.setdefault(cand, []).append((rate, seed))
+    # a challenger that beats the best says so before its search goes on
+    assert any("{'x': 3}: passed at 6.3/s" in line for line in rig.lines)
     # a candidate that cannot beat the best so far costs exactly one probe
     for x in (4, 5):
         assert len(per_candidate[json.dumps({"x": x})]) == 1

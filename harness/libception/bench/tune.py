@@ -96,6 +96,8 @@ def tune_config(rig, make_cfg, dims, start, budget, search, point, tag, known=No
                 rig.log(f"{name}: {p}: failed {stats.failed_share_text(probe)} at {rate:g}/s: "
                         f"not better than {state['best']:g}/s")
                 return score
+            rig.log(f"{name}: {p}: passed at {rate:g}/s (failed "
+                    f"{stats.failed_share_text(probe)}): beats {state['best']:g}/s, searching up")
             settings = dict(first, start=rate, passed=rate, growth=1 + 2 * rel)
         o = rig.max_rate(cfg, name, settings, where)
         answer = o.get("answer") or 0

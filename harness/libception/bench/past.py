@@ -162,8 +162,9 @@ def loads(cfg, docroot, rate, seed):
 def _read_ahead_kb(h, path):
     """The read-ahead of the disk that holds path (128 KiB, Linux's
     default, where no mount of the run holds it)."""
+    dev = os.stat(path).st_dev
     for m in h.mounts:
-        if path.startswith(m.path.rstrip("/") + "/"):
+        if os.stat(m.path).st_dev == dev:
             return m.read_ahead_kb
     return 128
 

@@ -83,6 +83,33 @@ def test_cleanup_on_sigterm_in_a_real_process(tmp_path):
     assert marker.read_text() == "ok"
 
 
+def test_a_sigterm_during_a_cleanup_step_ends_the_run_after_the_step(tmp_path):
+    """A run tears each probe's disk down as the probe ends, which is when
+    a stop script signals it: the step finishes, then the run stops (the
+    signal was once taken for the step's failure and the run went on)."""
+    harness = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness")
+    code = textwrap.dedent(f"""
+        import os, signal, sys, time
+        sys.path.insert(0, {harness!r})
+        from libception import cleanup
+        done = []
+        def unmount():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            done.append("unmounted")
+        try:
+            with cleanup.Cleanup() as c:
+                c.push("last", lambda: print("torn down:", done, flush=True))
+                c.run_now(c.push("unmount", unmount))
+                print("went on", flush=True)
+        except cleanup.Interrupted as e:
+            print("interrupted:", e, flush=True)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=20).stdout.splitlines()
+    assert out == ["torn down: ['unmounted']", "interrupted: signal 15"]
+
+
 def _progress(total):
     """A Progress on a clock the test sets (now[0]), printing into out."""
     now = [0.0]

@@ -30,6 +30,9 @@ class Cleanup:
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self._stack = []
         self._old = {}
+        self._stepping = 0       # cleanup steps running
+        self._closing = False    # the final teardown (close)
+        self._pending = None     # a signal that came during a step
 
     def push(self, what, action):
         """Register `action()` to run at teardown; returns a handle for
@@ -51,17 +54,35 @@ class Cleanup:
 
     def _run(self, entry):
         what, action = entry
+        self._stepping += 1
         try:
             action()
         except Exception as e:  # keep tearing the rest down
             self.log(f"{self.prog}: cleanup: {what}: {e}")
+        finally:
+            self._stepping -= 1
+        if self._pending and not self._stepping and not self._closing:
+            signum, self._pending = self._pending, None
+            raise Interrupted(f"signal {signum}")
 
     def close(self):
-        while self._stack:
-            self._run(self._stack.pop())
+        self._closing = True
+        try:
+            while self._stack:
+                self._run(self._stack.pop())
+        finally:
+            self._closing = False
 
     # --- signals -----------------------------------------------------------
     def _on_term(self, signum, frame):
+        # In a cleanup step the signal waits for the step's end (_run):
+        # raised inside it, the step's own error handling took it for the
+        # step's failure and the run went on (a SIGTERM that came while a
+        # probe's disk was unmounted, 2026-11-28).  During the final
+        # teardown it is already being answered.
+        if self._stepping or self._closing:
+            self._pending = self._pending or signum
+            return
         raise Interrupted(f"signal {signum}")
 
     def __enter__(self):

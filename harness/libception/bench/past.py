@@ -1,8 +1,9 @@
 """A probe that starts in the steady state (docs/benchmark.md,
 "Steady-state probes"): vidload starts as if sessions had been arriving
 for `past_s` seconds (vidload --past), and before it the memory group's
-page cache is filled with what those sessions read, newest last, up to
-the group's limit.
+page cache is filled with what those sessions read (their segments, and
+the tails the configuration read beyond them: read_ahead), newest last,
+up to the group's limit.
 
 Why: started cold, a slow configuration neither levelled its active
 sessions nor filled its 8.1 GiB group within 400 s (nginx vanilla at

@@ -160,16 +160,6 @@ def loads(cfg, docroot, rate, seed):
              round(rate * ld["share"], 4), seed + 1000 * i) for i, ld in enumerate(cfg["loads"])]
 
 
-def _read_ahead_kb(h, path):
-    """The read-ahead of the disk that holds path (128 KiB, Linux's
-    default, where no mount of the run holds it)."""
-    dev = os.stat(path).st_dev
-    for m in h.mounts:
-        if os.stat(m.path).st_dev == dev:
-            return m.read_ahead_kb
-    return 128
-
-
 def fill(h, cfg, settings, rate, seed):
     """Fill the group's page cache with the past's reads; returns the
     record (None when the probe starts cold) and the past in seconds."""
@@ -181,7 +171,9 @@ def fill(h, cfg, settings, rate, seed):
     for library, root, r, s in loads(cfg, h.docroot, rate, seed):
         reads += [(t, off, n, os.path.join(root, path))
                   for t, off, n, path in vidload.past_reads(library, r, past_s, s, **opts)]
-    ahead = read_ahead(reads, lambda path: read_unit(cfg, _read_ahead_kb(h, path)),
+    # each file's disk by its device; 128 KiB (Linux's default) off the run's disks
+    ra_kb = {os.stat(m.path).st_dev: m.read_ahead_kb for m in h.mounts}
+    ahead = read_ahead(reads, lambda path: read_unit(cfg, ra_kb.get(os.stat(path).st_dev, 128)),
                        os.path.getsize)
     reads += ahead
     reads.sort(key=lambda x: x[0])

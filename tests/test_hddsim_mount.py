@@ -72,34 +72,49 @@ class Cachestat(ctypes.Structure):
 
 
 def cachestat(path):
+    """PATH's page-cache counters (cachestat(2)), a Cachestat."""
     libc = ctypes.CDLL(None, use_errno=True)
     fd = os.open(path, os.O_RDONLY)
     try:
         rng, cs = CachestatRange(0, 0), Cachestat()
         if libc.syscall(451, fd, ctypes.byref(rng), ctypes.byref(cs), 0) != 0:
             pytest.skip(f"cachestat: {os.strerror(ctypes.get_errno())}")
-        return cs.nr_cache
+        return cs
     finally:
         os.close(fd)
+
+
+def assert_every_page_went_into_the_cache(path):
+    """Reclaim may take pages the moment they land when other work has
+    filled memory (CI once lost 3 of 772); a page reclaim takes leaves a
+    shadow entry, counted as evicted, where a page never cached, or
+    dropped by an invalidation, leaves none.  Returns the pages cached."""
+    cs = cachestat(path)
+    pages = (os.path.getsize(path) + 4095) // 4096
+    assert cs.nr_cache + cs.nr_evicted == pages, \
+        f"{cs.nr_cache} cached + {cs.nr_evicted} reclaimed of {pages} pages"
+    return cs.nr_cache
 
 
 def test_second_read_comes_from_page_cache(small_library, hddsim_mount):
     m = hddsim_mount(small_library)
     path = os.path.join(m.path, "sd/v00000.mp4")
     pages = (os.path.getsize(path) + 4095) // 4096
-    assert cachestat(path) == 0
+    assert cachestat(path).nr_cache == 0
     with open(path, "rb") as f:
         first = f.read()
-    reads = m.stats()["reads"]
-    assert cachestat(path) == pages
+    cached = assert_every_page_went_into_the_cache(path)
+    before = m.stats()
     with open(path, "rb") as f:  # a new open keeps the cache (keep_cache)
         assert f.read() == first
-    assert m.stats()["reads"] == reads, "second read went to the drive"
+    # Only the pages reclaim took may go to the drive again.
+    assert m.stats()["bytes"] - before["bytes"] <= (pages - cached) * 4096, \
+        "second read went to the drive"
     m.drop_cache([path])
-    assert cachestat(path) == 0
+    assert cachestat(path).nr_cache == 0
     with open(path, "rb") as f:
         f.read()
-    assert m.stats()["reads"] > reads
+    assert m.stats()["reads"] > before["reads"]
 
 
 NGINX_CONF = """
@@ -262,7 +277,7 @@ def test_untimed_reads_leave_the_drive_model_alone(small_library, hddsim_mount):
             got = f.read()
     after = m.stats()
     assert got == content_bytes("sd/v00000.mp4", 0, size)
-    assert cachestat(path) == (size + 4095) // 4096       # the page cache has it
+    assert_every_page_went_into_the_cache(path)
     assert after["timed"] == 1
     assert after["untimed_bytes"] >= size
     for k in ("reads", "bytes", "busy_s", "commands"):    # the drive saw nothing

@@ -315,3 +315,25 @@ def test_bench_on_the_block_disk_records_it(env, tmp_path):
 def test_bench_refuses_bad_disk_settings(tmp_path, sets, message):
     r = bench(tmp_path / "out", *sets)
     assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def test_a_past_replayed_as_the_server_reads_leaves_the_kernels_read_ahead(env, stack):
+    """A probe's past (bench/past.py) is replayed as nginx reads: a fresh
+    open and sendfile per segment, so the kernel's read-ahead leaves its
+    tail beyond the segment (a reader in 1 MiB pieces left none after a
+    lone 512 KiB segment on ext4); the daemon's windows are read with no
+    read-ahead, as receptiond's are."""
+    from fixtures_daemon import cached_pages
+    from libception.bench import past
+    d = stack(env["big"])
+    d.read_ahead_kb = 256
+    path = os.path.join(d.path, "hd/big.mp4")
+    S = MiB // 2
+    segment = [(0, 8 * S, S, path)]
+    past.replay(segment, "server")
+    assert cached_pages(path, 8 * S, S) == S // 4096
+    assert cached_pages(path, 9 * S, 0) > 0, "the kernel's read-ahead left nothing beyond"
+    d.drop_cache([path])
+    past.replay(segment, "window")
+    assert cached_pages(path, 8 * S, S) == S // 4096
+    assert cached_pages(path, 0, 0) == S // 4096, "a window read reached beyond its range"

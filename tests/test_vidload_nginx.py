@@ -307,7 +307,7 @@ def test_the_page_cache_is_filled_with_the_newest_reads_a_file_range_at_a_time()
     assert past.newest(reads, 5) == ([], 0)
 
 
-def test_the_past_holds_each_runs_last_read_beyond_its_segments():
+def test_the_past_holds_each_runs_last_window_beyond_its_segments():
     from libception.bench import past
     M, S = 1 << 20, 1 << 19
     reads = [(-30, 0, S, "a"), (-20, S, S, "a"), (-10, M, S, "a"),   # a run of three
@@ -316,15 +316,13 @@ def test_the_past_holds_each_runs_last_read_beyond_its_segments():
     size = {"a": 100 * M, "b": 3 * S // 2, "c": 100 * M}.get
     # receptiond: a 2 MiB window from each run's first miss, dated by that miss;
     # a tail stops at the file's end and where the next run starts
-    assert past.read_ahead(reads, lambda p: ("window", 2 * M), size) == [
+    assert past.window_tails(reads, 2 * M, size) == [
         (-30, M + S, S, "a"), (-5, S, S // 2, "b"), (-4, 5 * M + S, M // 4, "c"),
         (-3, 5 * M + 2 * S + M // 4, 2 * M - S, "c")]
-    # the kernel: read-ahead pieces from the first missing byte, each run anew
-    assert past.read_ahead(reads, lambda p: ("readahead", M), size) == [
-        (-10, M + S, S, "a"), (-5, S, S // 2, "b"), (-4, 5 * M + S, M // 4, "c"),
-        (-3, 5 * M + 2 * S + M // 4, S, "c")]
-    # reads no longer than a segment add nothing
-    assert past.read_ahead(reads, lambda p: ("readahead", 128 << 10), size) == []
-    assert past.read_unit({"mode": "libception", "prefetch": "1M"}, 128) == ("window", M)
-    assert past.read_unit({"mode": "watch"}, 128) == ("window", 2 * M)
-    assert past.read_unit({"mode": "vanilla"}, 1024) == ("readahead", M)
+    # a request longer than the window is read whole
+    assert past.window_tails([(-1, 0, 3 * M, "a")], M, size) == []
+    assert past.daemon_window({"mode": "libception", "prefetch": "1M"}) == M
+    assert past.daemon_window({"mode": "watch"}) == 2 * M
+    # without the daemon the kernel reads ahead: the fill replays the server's reads
+    assert past.daemon_window({"mode": "vanilla"}) is None
+

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import BIN, LIBCEPTION_SO
-from fixtures_common import drop_cache  # tests import it from here too
+from fixtures_common import cached_pages, drop_cache  # noqa: F401 (tests import them from here too)
 from libception import daemon as lcd
 
 RECEPTIOND = os.path.join(BIN, "receptiond")
@@ -40,22 +40,6 @@ def make_cold_file(path, size, seed=1):
             return path
         time.sleep(0.05)
     raise RuntimeError(f"{path}: {cached_pages(path)} pages stay cached after DONTNEED")
-
-
-def cached_pages(path, off=0, length=0):
-    """Pages of [off, off+length) in the page cache (cachestat), as root."""
-    import ctypes
-    import struct
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        rng = struct.pack("=QQ", off, length)
-        cs = ctypes.create_string_buffer(40)
-        if libc.syscall(451, fd, rng, cs, 0) != 0:
-            raise OSError(ctypes.get_errno(), "cachestat")
-        return struct.unpack("=5Q", cs.raw)[0]
-    finally:
-        os.close(fd)
 
 
 class Daemon:

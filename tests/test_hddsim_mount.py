@@ -1,6 +1,5 @@
 """hddsim as programs see it: exact bytes, page cache, mmap, sendfile,
 nginx, clean unmount, errors."""
-import ctypes
 import filecmp
 import mmap
 import os
@@ -12,6 +11,7 @@ import urllib.request
 import pytest
 
 from conftest import bin_path
+from fixtures_common import cachestat
 from fixtures_hddsim import SMALL_LIBRARY, content_bytes, expected_files
 from libception import hddsim
 
@@ -60,28 +60,6 @@ def test_mmap_and_sendfile(small_library, hddsim_mount):
         os.waitpid(pid, 0)
         os.close(r)
     assert out == content_bytes("sd/v00000.mp4", 1000, 200000)
-
-
-class CachestatRange(ctypes.Structure):
-    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
-
-
-class Cachestat(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in
-                ("nr_cache", "nr_dirty", "nr_writeback", "nr_evicted", "nr_recently_evicted")]
-
-
-def cachestat(path):
-    """PATH's page-cache counters (cachestat(2)), a Cachestat."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        rng, cs = CachestatRange(0, 0), Cachestat()
-        if libc.syscall(451, fd, ctypes.byref(rng), ctypes.byref(cs), 0) != 0:
-            pytest.skip(f"cachestat: {os.strerror(ctypes.get_errno())}")
-        return cs
-    finally:
-        os.close(fd)
 
 
 def assert_every_page_went_into_the_cache(path):

@@ -16,18 +16,24 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _SYS_CACHESTAT = 451   # the same number on every architecture
 
 
+def cachestat_fd(fd, off=0, length=0, name="fd"):
+    """The page-cache counters of [off, off+length) of an open file
+    (cachestat(2); length 0: to the end), as root.  nr_evicted counts the
+    shadow entries that reclaim leaves where it took a page; an
+    invalidation leaves none."""
+    rng = (ctypes.c_uint64 * 2)(off, length)
+    out = (ctypes.c_uint64 * 5)()
+    if _libc.syscall(_SYS_CACHESTAT, fd, rng, out, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"cachestat {name}: {os.strerror(err)}")
+    return Cachestat(*out)
+
+
 def cachestat(path, off=0, length=0):
-    """The page-cache counters of [off, off+length) of path (cachestat(2);
-    length 0: to the end), as root.  nr_evicted counts the shadow entries
-    that reclaim leaves where it took a page; an invalidation leaves none."""
+    """cachestat_fd of path."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        rng = (ctypes.c_uint64 * 2)(off, length)
-        out = (ctypes.c_uint64 * 5)()
-        if _libc.syscall(_SYS_CACHESTAT, fd, rng, out, 0) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"cachestat {path}: {os.strerror(err)}")
-        return Cachestat(*out)
+        return cachestat_fd(fd, off, length, name=path)
     finally:
         os.close(fd)
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import BIN, LIBCEPTION_SO
-from fixtures_common import cached_pages, drop_cache  # noqa: F401 (tests import them from here too)
+from fixtures_common import cached_pages, drop_cache  # noqa: F401 (tests import drop_cache from here too)
 from libception import daemon as lcd
 
 RECEPTIOND = os.path.join(BIN, "receptiond")

@@ -323,7 +323,7 @@ def test_a_past_replayed_as_the_server_reads_leaves_the_kernels_read_ahead(env, 
     tail beyond the segment (a reader in 1 MiB pieces left none after a
     lone 512 KiB segment on ext4); the daemon's windows are read with no
     read-ahead, as receptiond's are."""
-    from fixtures_daemon import cached_pages
+    from fixtures_common import cached_pages
     from libception.bench import past
     d = stack(env["big"])
     d.read_ahead_kb = 256

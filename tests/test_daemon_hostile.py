@@ -17,8 +17,8 @@ import time
 import pytest
 
 from conftest import LIBCEPTION_SO
-from fixtures_common import write_library
-from fixtures_daemon import cached_pages, make_cold_file
+from fixtures_common import cached_pages, cachestat_fd, write_library
+from fixtures_daemon import make_cold_file
 from fixtures_hostile import (NOBODY, proc_cpu_s, proc_fds, proc_threads, run_as, settle)
 from libception import daemon as lcd
 
@@ -164,16 +164,6 @@ def test_a_hung_fuse_close_freezes_nothing(receptiond, scratch, hddsim_mount, di
     os.close(fuse_fd)
 
 
-def memfd_cached_pages(fd, length):
-    import ctypes
-    import struct
-    libc = ctypes.CDLL(None, use_errno=True)
-    rng = struct.pack("=QQ", 0, length)
-    cs = ctypes.create_string_buffer(40)
-    assert libc.syscall(451, fd, rng, cs, 0) == 0, ctypes.get_errno()
-    return struct.unpack("=5Q", cs.raw)[0]
-
-
 def test_memory_files_are_not_prefetched(receptiond):
     """Row 5: a 1 TiB memfd (and /proc, sysfs): answered DIRECT, nothing
     read into RAM, no device."""
@@ -190,7 +180,7 @@ def test_memory_files_are_not_prefetched(receptiond):
             assert lcd.ensure(s, proc, 0, 4096, req_id=10)["status"] == lcd.ST_DIRECT
             if sysfs is not None:
                 assert lcd.ensure(s, sysfs, 0, 4096, req_id=11)["status"] == lcd.ST_DIRECT
-        assert memfd_cached_pages(fd, 1 << 40) == 0
+        assert cachestat_fd(fd, 0, 1 << 40).nr_cache == 0
         st = receptiond.stats()
         assert st["devices"] == [], st["devices"]
         assert st["direct_fs"] == 5 + (sysfs is not None)

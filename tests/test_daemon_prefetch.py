@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from fixtures_common import drop_cache, reader_cmd, sha256_of
-from fixtures_daemon import cached_pages, make_cold_file
+from fixtures_common import cached_pages, drop_cache, reader_cmd, sha256_of
+from fixtures_daemon import make_cold_file
 from libception import daemon as lcd
 
 MiB = 1 << 20

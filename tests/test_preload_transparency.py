@@ -192,7 +192,7 @@ def test_off_mode_counts_nothing(preload_built, files, tmp_path):
 def test_prefetch_mode_reads_ahead_in_process(preload_built, files, tmp_path):
     """Mode prefetch: the first miss makes a whole prefetch window resident
     (2 MiB by default), without any daemon."""
-    from fixtures_daemon import cached_pages
+    from fixtures_common import cached_pages
     drop_cache(files["big"])
     dbg = tmp_path / "debug.log"
     # one 4 KiB pread at 0 on a cold file: the kernel alone would read only

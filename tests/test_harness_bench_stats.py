@@ -186,6 +186,23 @@ def test_tune_stops_a_direction_two_steps_past_its_best_and_walks_plateaus():
     assert out["best"] == {"x": 0} and [c["x"] for c in calls] == [4, 5, 6, 3, 2, 1, 0]
 
 
+def test_tune_tries_every_value_of_a_dimension_of_names():
+    """The two-worse rule reads an order; schedulers have none.  Where the
+    best is the last name, behind two worse ones, the search still finds it
+    (a ladder of the same scores is given up two steps in)."""
+    names = ["mq-deadline", "none", "bfq", "kyber"]
+    scores = {"mq-deadline": 5, "none": 3, "bfq": 4, "kyber": 6}
+    evaluate, calls = counting(lambda p: scores[p["scheduler"]])
+    out = tuning.tune(evaluate, [("scheduler", names)], {"scheduler": "mq-deadline"})
+    assert out["best"] == {"scheduler": "kyber"}
+    assert [c["scheduler"] for c in calls] == names
+    evaluate, calls = counting(lambda p: scores[p["scheduler"]])
+    out = tuning.tune(evaluate, [("scheduler", names)], {"scheduler": "mq-deadline"},
+                      unordered=())
+    assert out["best"] == {"scheduler": "mq-deadline"} and len(calls) == 3
+    assert "scheduler" in tuning.UNORDERED and "read_ahead_kb" not in tuning.UNORDERED
+
+
 def test_tune_stops_at_its_budget_and_says_so():
     evaluate, calls = counting(lambda p: p["x"])
     out = tuning.tune(evaluate, [("x", list(range(30)))], {"x": 0}, budget=5)

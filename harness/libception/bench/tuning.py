@@ -4,7 +4,9 @@
 dimension in turn it walks up from the current best value, and down if
 going up found nothing better, and stops walking a direction only when
 two steps past the best scored worse (a tie is not worse: a plateau is
-walked across).  Passes repeat while one improves, until the budget
+walked across).  A dimension of names (UNORDERED: the I/O scheduler,
+Apache's MPM, lighttpd's backend) has no order for that rule to read,
+so every one of its values is tried.  Passes repeat while one improves, until the budget
 (distinct candidates evaluated) is spent.  Vanilla, kernel tuning and
 libception get the same procedure and the same budget; each kind's own
 knobs come first (with the server's first, a budget of 12 never reached
@@ -73,6 +75,10 @@ LIBCEPTION_GRID = [
 ]
 LIBCEPTION_START = {"window": "2M", "parallel": 1}
 
+# Dimensions whose values are names, not steps on a ladder: no value's
+# neighbours say anything about the next, so tune() tries them all.
+UNORDERED = frozenset({"scheduler", "mpm", "network_backend"})
+
 KINDS = ("vanilla", "kernel", "libception")
 # Not tuned by default (`--set kinds=...` adds it): receptiond --watch on
 # the block disk, no library in the server; the daemon's knobs as
@@ -129,7 +135,7 @@ def _key(point):
     return json.dumps(point, sort_keys=True)
 
 
-def tune(evaluate, dims, start, budget=BUDGET):
+def tune(evaluate, dims, start, budget=BUDGET, unordered=UNORDERED):
     """Coordinate search.  dims: [(name, [values])]; start: {name: value}
     (every value on its ladder); evaluate(point) -> score (higher is
     better; None: could not run, worst).  Returns {"best", "score",
@@ -164,7 +170,8 @@ def tune(evaluate, dims, start, budget=BUDGET):
                     if step == -1 and moved:
                         break   # up found better: the way down is not walked
                     j, worse = values.index(best[name]), 0
-                    while worse < 2 and 0 <= j + step < len(values):
+                    give_up = len(values) if name in unordered else 2
+                    while worse < give_up and 0 <= j + step < len(values):
                         j += step
                         cand = {**best, name: values[j]}
                         s = score(cand)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import bin_path
+from conftest import ROOT, bin_path
 from libception import results, summary
 from libception.bench import common, cpumeter, demo, disktime, journal, probe, steady
 
@@ -313,6 +313,55 @@ def test_resumed_run_does_not_redo_a_persisted_probe(scratch, harness_port):
                                      moved / journal.NAME, len(kept))
     assert _kept(moved / journal.NAME)[:len(kept)] == kept
     assert "skip vanilla: 2 sessions/s" in err
+
+
+def _git(*args):
+    return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True,
+                          timeout=30, check=True).stdout
+
+
+def test_resume_across_commits_names_what_changed(scratch, harness_port):
+    """A run of another commit is refused without --across-commits and
+    continued with it; the results name the files changed in between, and
+    the next resume at this commit needs no flag and skips what is done."""
+    parent = subprocess.run(["git", "-C", ROOT, "rev-parse", "-q", "--verify", "HEAD~1"],
+                            capture_output=True, text=True, timeout=30)
+    if parent.returncode:
+        pytest.skip("a shallow clone knows no commit before its own")
+    now, was = results.git_commit(), parent.stdout.strip()
+    out = scratch / "crossed"
+    out.mkdir()
+    path = out / journal.NAME
+    journal.Journal(str(out), was).add({"config": "nginx vanilla"}, "vanilla", _probe(2.0, 1))
+    cmd = [LIBCEPTION, "bench", "demo", "--quick", "--duration", "3", "--warmup", "1",
+           "--resume", "--out", str(out), "--port", str(harness_port)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
+    assert was in p.stderr and "--across-commits" in p.stderr
+    if now.endswith("-dirty"):   # a tree with changes names no commit to record
+        p = subprocess.run(cmd + ["--across-commits"], capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 1 and "commit first" in p.stderr
+        return
+    results_json = out / "demo.json"
+    run = subprocess.Popen(cmd + ["--across-commits"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: results_json.exists(), run, 60)
+        run.send_signal(signal.SIGTERM)
+        err = run.communicate(timeout=60)[1]
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    changed = _git("diff", "--name-only", was, now).split()
+    assert changed
+    assert json.loads(results_json.read_text())["resumed_across"] == \
+        [{"from": was, "to": now, "changed": changed}]
+    assert f"changed in between: {', '.join(changed)}" in err
+    err = _resume_for_one_more_probe(cmd, path, 1)
+    assert "skip vanilla: 2 sessions/s" in err
+    assert {e["git_commit"] for e in journal.read(str(path))} == {was, now}
 
 
 def test_resume_is_refused_at_another_commit(scratch):

@@ -1,6 +1,6 @@
 """Run a benchmark scenario (SCENARIO in `libception bench --help` lists them).
 
-`libception bench SCENARIO [--out DIR] [--quick] [--resume]` sets up the
+`libception bench SCENARIO [--out DIR] [--quick] [--resume [--across-commits]]` sets up the
 emulated disk, memory cgroups, receptiond and the web servers, measures,
 prints a table, and writes versioned JSON (SCENARIO.json), every probe as
 it ends (probes.jsonl.gz) and PNG plots into DIR (default
@@ -29,6 +29,11 @@ def add_arguments(p):
     p.add_argument("--resume", action="store_true",
                    help="keep the points and probes already in DIR and measure the rest "
                         "(same commit only)")
+    p.add_argument("--across-commits", action="store_true",
+                   help="with --resume: continue at this commit a run started at another, "
+                        "for changes that leave its probes as they were (the tuning "
+                        "search, the report); each probe keeps the commit that measured "
+                        "it and the results record the files changed in between")
     p.add_argument("--duration", type=float, metavar="S",
                    help="judged seconds per probe (default: the scenario's; 200 s full, "
                         "20 s quick)")
@@ -84,27 +89,40 @@ def _hours(seconds):
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
 
 
-def _same_commit(json_path, scenario):
-    """--resume continues a run only at the commit that started it; a
-    directory holding only a carried journal answers by its probes'."""
-    if not os.path.exists(json_path):
-        entries = journal.read(os.path.join(os.path.dirname(json_path), journal.NAME))
-        was, now = (entries[0].get("git_commit") if entries else None), results.git_commit()
-        if was and was != now:
-            raise results.ResultsError(f"{os.path.dirname(json_path)}: its probes were measured "
-                                       f"at commit {was}, this is {now}: --resume continues "
-                                       "a run only on the same commit (use a worktree at that "
-                                       "commit)")
-        return
-    data = results.load(json_path)
-    if data.get("scenario") != scenario:
-        return   # Results names that mismatch
-    was = data.get("git_commit")
+def _same_commit(json_path, scenario, across=False):
+    """--resume continues a run only at the commit that started it (a
+    directory holding only a carried journal answers by its probes'),
+    unless `across`: then it returns the crossing to record, {"from",
+    "to", "changed": the files that differ}, or None on the same commit."""
+    out = os.path.dirname(json_path)
+    if os.path.exists(json_path):
+        data = results.load(json_path)
+        if data.get("scenario") != scenario:
+            return None   # Results names that mismatch
+        # the commit it was last resumed at, if it crossed, else its first
+        was = (data.get("resumed_across") or [{}])[-1].get("to") or data.get("git_commit")
+        where = f"{out} was measured at commit {was}"
+    else:
+        entries = journal.read(os.path.join(out, journal.NAME))
+        was = entries[-1].get("git_commit") if entries else None
+        if not was:
+            return None
+        where = f"{out}: its probes were measured at commit {was}"
     now = results.git_commit()
-    if was != now:
-        raise results.ResultsError(f"{os.path.dirname(json_path)} was measured at commit "
-                                   f"{was}, this is {now}: --resume continues a run only on "
-                                   "the same commit (use another --out)")
+    if was == now:
+        return None
+    if not across:
+        raise results.ResultsError(f"{where}, this is {now}: --resume continues a run only "
+                                   "on the same commit (use a worktree at that commit, or "
+                                   "--across-commits)")
+    if not now or now.endswith("-dirty"):
+        raise results.ResultsError(f"this tree is at {now}: commit first, so that the probes "
+                                   "measured here name their commit")
+    changed = results.git_changed(was.removesuffix("-dirty"), now)
+    if changed is None:
+        raise results.ResultsError(f"{where}, a commit this repository does not know: "
+                                   "--across-commits needs both, to record what changed")
+    return {"from": was, "to": now, "changed": changed}
 
 
 def main(args):
@@ -170,13 +188,18 @@ def main(args):
     first = search.get("seed", 1)
     seeds = list(range(first, first + (settings.get("seeds") or search.get("seeds", 1))))
     try:
-        if args.resume:
-            _same_commit(json_path, args.scenario)
+        crossing = _same_commit(json_path, args.scenario, args.across_commits) \
+            if args.resume else None
         res = results.Results(json_path, args.scenario, settings=settings, seeds=seeds,
                               resume=args.resume)
     except results.ResultsError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
+    if crossing:
+        res.data.setdefault("resumed_across", []).append(crossing)
+        print(f"{PROG}: resuming a run of {crossing['from'][:12]} at {crossing['to'][:12]}; "
+              f"changed in between: {', '.join(crossing['changed']) or 'nothing'}",
+              file=sys.stderr)
     res.data.setdefault("command", ["libception", "bench"] + sys.argv[2:])
     res.data.setdefault("method", settings["method"])
     res.save()

@@ -54,8 +54,12 @@ def machine():
     return info
 
 
+def _repo():
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+
 def git_commit(repo=None):
-    repo = repo or os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    repo = repo or _repo()
     try:
         out = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=10)
@@ -66,6 +70,17 @@ def git_commit(repo=None):
     except (OSError, subprocess.SubprocessError):
         pass
     return None
+
+
+def git_changed(was, now, repo=None):
+    """The files that differ between commits `was` and `now`, or None when
+    this repository does not know one of them."""
+    try:
+        out = subprocess.run(["git", "-C", repo or _repo(), "diff", "--name-only", was, now],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.split() if out.returncode == 0 else None
 
 
 def point_key(point):

@@ -62,6 +62,15 @@ def test_too_short_a_window_cannot_be_called_steady():
     assert "too short" in v["reasons"][0]
 
 
+def test_when_the_carried_on_sessions_failed():
+    """A probe dates the failures of its carried-on sessions from vidload's
+    timeline: by when half of them, and all, had failed."""
+    tl = {"t_s": [0, 5, 10, 15, 20, 25], "past_failed": [0, 0, 3, 8, 9, 10]}
+    assert [probe._counted_by(tl, "past_failed", q) for q in (0.5, 1.0)] == [15, 25]
+    assert probe._counted_by({"t_s": [0, 5], "past_failed": [0, 0]}, "past_failed", 1) is None
+    assert probe._counted_by({"t_s": [0, 5], "active": [1, 1]}, "past_failed", 1) is None
+
+
 def test_full_probes_start_from_a_past_and_the_demo_stays_bounded():
     full = common.search_settings(False, start=6)
     # in the steady state from the start: every session a past could

@@ -118,9 +118,14 @@ def test_warmup_sessions_load_the_server_but_are_not_judged(vidload_lib, vidload
     assert r["failed"] + r["active_at_end"] + r["finished"] == r["started"]
     assert 2.5 < r["elapsed"] < 4
     tl = r["timeline"]
-    assert len(tl["t_s"]) == len(tl["active"]) >= 14
+    assert len(tl["t_s"]) == len(tl["active"]) == len(tl["failed"]) >= 14
     assert tl["t_s"] == sorted(tl["t_s"]) and tl["t_s"][0] == 0 and tl["active"][0] == 0
     assert max(tl["active"]) >= 10
+    # failures counted as they happen: none before the first deadline (10 s)
+    assert tl["failed"] == sorted(tl["failed"])
+    assert tl["failed"][-1] == r["warmup_failed"] + r["failed"] + r["past_failed"]
+    assert {f for t, f in zip(tl["t_s"], tl["failed"]) if t < 9.5} == {0}
+    assert set(tl["past_failed"]) == {0}
 
 
 def test_hd_on_a_slow_link_keeps_up_after_a_long_burst(vidload_www, vidload_nginx):
@@ -279,6 +284,24 @@ def test_a_run_with_a_past_starts_with_the_sessions_still_watching(vidload_lib, 
     # their next segment is never the burst's (segments 0-2)
     assert all(off >= 3 * SEGMENT and off % SEGMENT == 0 for _, off in firsts.values() if off)
     assert max(carried) - min(carried) >= 5
+
+
+def test_the_timeline_dates_the_failures_of_sessions_carried_on(vidload_lib, vidload_nginx,
+                                                                tmp_path):
+    """On a server too slow for anyone (20 KB/s a connection), the carried-on
+    sessions fail at their next segment's deadline, 10 s after it was due
+    (due from the start on): the timeline counts them as they go."""
+    lib = tmp_path / "sd.lcvl"
+    write_library(lib, [(f"sd/v{i:05d}.mp4", (6 + i) * SEGMENT, SD, 0) for i in range(12)])
+    srv = vidload_nginx(vidload_lib.root, server_extra="limit_rate 20k;")
+    r = vidload.run(srv.url, lib, rate=2, duration=16, seed=4, views="0,1",
+                    past=vidload.longest_video_s(lib), progress=0, timeline=1)["result"]
+    tl = r["timeline"]
+    assert r["past_failed"] >= 20
+    assert tl["past_failed"] == sorted(tl["past_failed"])
+    assert tl["past_failed"][-1] == r["past_failed"]
+    assert tl["failed"][-1] == r["past_failed"] + r["warmup_failed"] + r["failed"]
+    assert {f for t, f in zip(tl["t_s"], tl["past_failed"]) if t < 9.5} == {0}
 
 
 def test_past_reads_are_its_segments_least_recent_first(vidload_lib, tmp_path):

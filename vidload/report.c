@@ -74,6 +74,14 @@ void report_json_settings(FILE *f, const struct vl_config *c)
 		c->delay * 1e3, c->tick * 1e3, c->rcvbuf, c->mss, c->late * 1e3);
 }
 
+/* Closes the timeline's array before it and opens NAME's, with its n counts. */
+static void json_counts(FILE *f, const char *name, const uint64_t *v, size_t n)
+{
+	fprintf(f, "], \"%s\": [", name);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)v[i]);
+}
+
 static void json_hist(FILE *f, const char *name, const struct hist *h)
 {
 	fprintf(f, "\"%s\": {\"count\": %llu, \"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, "
@@ -113,9 +121,9 @@ void report_json_result(FILE *f, const struct vl_result *r)
 		(unsigned long long)r->past_failed);
 	for (size_t i = 0; i < r->timeline.n; i++)
 		fprintf(f, "%s%.1f", i ? ", " : "", r->timeline.t[i]);
-	fprintf(f, "], \"active\": [");
-	for (size_t i = 0; i < r->timeline.n; i++)
-		fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)r->timeline.active[i]);
+	json_counts(f, "active", r->timeline.active, r->timeline.n);
+	json_counts(f, "failed", r->timeline.failed, r->timeline.n);
+	json_counts(f, "past_failed", r->timeline.past_failed, r->timeline.n);
 	fprintf(f, "]}, \"first_error\": ");
 	json_str(f, r->first_error);
 	fprintf(f, "}");

@@ -630,28 +630,42 @@ static void progress(struct run *r, int64_t now, uint64_t *last_bytes, int64_t *
 	*last_t = now;
 }
 
+/* Grows one of the timeline's arrays to `cap` elements of `size` bytes;
+ * 0, or -1 with the array as it was. */
+static int grow(void *arrayp, size_t cap, size_t size)
+{
+	void **a = arrayp;
+	void *p = realloc(*a, cap * size);
+	if (!p)
+		return -1;
+	*a = p;
+	return 0;
+}
+
 static void timeline_add(struct run *r, int64_t now)
 {
 	struct vl_timeline *tl = &r->res->timeline;
+	const struct vl_result *res = r->res;
 	if (tl->n == tl->cap) {
 		size_t cap = tl->cap ? tl->cap * 2 : 64;
-		double *t = realloc(tl->t, cap * sizeof *t);
-		if (t)
-			tl->t = t;
-		uint64_t *a = t ? realloc(tl->active, cap * sizeof *a) : NULL;
-		if (!a)
+		if (grow(&tl->t, cap, sizeof *tl->t) || grow(&tl->active, cap, sizeof *tl->active) ||
+		    grow(&tl->failed, cap, sizeof *tl->failed) ||
+		    grow(&tl->past_failed, cap, sizeof *tl->past_failed))
 			return;  /* out of memory: the timeline stops, the run goes on */
-		tl->active = a;
 		tl->cap = cap;
 	}
 	tl->t[tl->n] = (double)(now - r->t0) / NS;
-	tl->active[tl->n++] = r->nactive;
+	tl->active[tl->n] = r->nactive;
+	tl->failed[tl->n] = res->failed + res->warmup_failed + res->past_failed;
+	tl->past_failed[tl->n++] = res->past_failed;
 }
 
 void vl_result_free(struct vl_result *res)
 {
 	free(res->timeline.t);
 	free(res->timeline.active);
+	free(res->timeline.failed);
+	free(res->timeline.past_failed);
 	res->timeline = (struct vl_timeline){ 0 };
 }
 

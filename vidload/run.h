@@ -56,10 +56,14 @@ struct vl_config {
 	int quiet;
 };
 
-/* Active sessions over time (every cfg->timeline seconds from the start). */
+/* Active sessions over time (every cfg->timeline seconds from the start),
+ * and the sessions failed so far: of every kind (judged, warm-up, carried
+ * on from the past), and of those carried on, so a report can say whether
+ * they failed at the start or throughout. */
 struct vl_timeline {
 	double *t;
 	uint64_t *active;
+	uint64_t *failed, *past_failed;
 	size_t n, cap;
 };
 

@@ -20,6 +20,18 @@ from .. import results, vidload
 from . import cpumeter, disktime, past, stats, steady
 
 SAMPLE_S = 5.0   # timeline interval (vidload's and the memory group's)
+# vidload's counts per timeline sample: sessions active, and failed so far
+# (every kind; those carried on from the past)
+TIMELINE_COUNTS = ("active", "failed", "past_failed")
+
+
+def _counted_by(timeline, key, share):
+    """The first sample time by which `share` of `key`'s final count had
+    been counted (None without that series or when it never rose)."""
+    t, counts = timeline.get("t_s") or [], timeline.get(key) or []
+    if not counts or not counts[-1]:
+        return None
+    return next(t for t, c in zip(t, counts) if c >= share * counts[-1])
 
 
 def _diff(a, b, key):
@@ -108,8 +120,8 @@ def run_load(h, cfg, settings, rate, seed):
             "past_running": sum(p.get("past_running", 0) for p in parts),
             "past_failed": sum(p.get("past_failed", 0) for p in parts),
             "timeline": {"t_s": first["timeline"]["t_s"],
-                         "active": [sum(x) for x in zip(*(p["timeline"]["active"]
-                                                          for p in parts))]},
+                         **{k: [sum(x) for x in zip(*(p["timeline"].get(k, []) for p in parts))]
+                            for k in TIMELINE_COUNTS}},
             "failed_pct": 100.0 * failed / started if started else 0.0,
             "achieved_rate": sum(p["achieved_rate"] for p in parts),
             "mb_per_s": sum(p["mb_per_s"] for p in parts),
@@ -266,12 +278,14 @@ def probe(rig, h, cfg, settings, rate, seed):
            "warmup_s": warmup_s, "judged_s": round(elapsed, 3),
            "warmup_started": res.get("warmup_started", 0),
            "warmup_failed": res.get("warmup_failed", 0), "past": filled}
-    if filled:
-        filled.update(running=res.get("past_running", 0), failed=res.get("past_failed", 0))
     tl = res.get("timeline") or {"t_s": [], "active": []}
+    if filled:
+        filled.update(running=res.get("past_running", 0), failed=res.get("past_failed", 0),
+                      # when they failed: at the start, or all along
+                      failed_by_s=[_counted_by(tl, "past_failed", q) for q in (0.5, 1.0)])
     usage, cache = sampler.at(tl["t_s"])
-    rec["timeline"] = {"t_s": tl["t_s"], "active": tl["active"], "cgroup_bytes": usage,
-                       "cgroup_cache_bytes": cache}
+    rec["timeline"] = {"t_s": tl["t_s"], **{k: tl.get(k, []) for k in TIMELINE_COUNTS},
+                       "cgroup_bytes": usage, "cgroup_cache_bytes": cache}
     limit = h.group.limit_bytes if h.group is not None else None
     rec["steady"] = steady.verdict(tl["t_s"], tl["active"], warmup_s,
                                    [u for u in usage if u is not None] or None, limit)

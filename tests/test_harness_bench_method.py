@@ -162,7 +162,7 @@ def test_cpu_meter_records_what_the_hypervisor_stole():
 
 def _probe(rate, seed, ok=True):
     return {"rate": rate, "seed": seed, "pass": ok, "failed_pct": 0.0 if ok else 2.5,
-            "started": 100, "mb_per_s": 40.0, "max_active": 300,
+            "started": 100, "mb_per_s": 40.0, "max_active": 300, "settle_s": 0.0,
             "disk_time": {"mb_per_s": 55.5, "transfer_share": 0.4, "busy_share": 0.9},
             "queue_wait_ms": {"count": 9, "p50": 1.0, "p99": 7.5, "max": 8.0},
             "steady": {"steady": ok}, "other_cpu": {"cores": 0.1}, "cgroup_limit": LIMIT,

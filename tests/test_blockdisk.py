@@ -321,8 +321,9 @@ def test_a_past_replayed_as_the_server_reads_leaves_the_kernels_read_ahead(env, 
     """A probe's past (bench/past.py) is replayed as nginx reads: a fresh
     open and sendfile per segment, so the kernel's read-ahead leaves its
     tail beyond the segment (a reader in 1 MiB pieces left none after a
-    lone 512 KiB segment on ext4); the daemon's windows are read with no
-    read-ahead, as receptiond's are."""
+    lone 512 KiB segment on ext4).  Where the daemon prefetches it is
+    replayed as receptiond serves it: a window from a segment's first
+    missing byte, nothing where the segment is cached, and no read-ahead."""
     from fixtures_common import cached_pages
     from libception.bench import past
     d = stack(env["big"])
@@ -334,6 +335,17 @@ def test_a_past_replayed_as_the_server_reads_leaves_the_kernels_read_ahead(env, 
     assert cached_pages(path, 8 * S, S) == S // 4096
     assert cached_pages(path, 9 * S, 0) > 0, "the kernel's read-ahead left nothing beyond"
     d.drop_cache([path])
-    past.replay(segment, "window")
-    assert cached_pages(path, 8 * S, S) == S // 4096
-    assert cached_pages(path, 0, 0) == S // 4096, "a window read reached beyond its range"
+    W = 2 * S   # a 1 MiB window
+    ahead = past.replay([(0, 8 * S, S, path), (1, 9 * S, S, path), (2, 20 * S, S, path)],
+                        "daemon", window=W)
+    assert ahead == 2 * W, "a window for the first and the third; the second was cached"
+    assert cached_pages(path, 8 * S, W) == W // 4096
+    assert cached_pages(path, 20 * S, W) == W // 4096
+    assert cached_pages(path, 0, 0) == 2 * W // 4096, "something read beyond the windows"
+    # half a segment cached: the window starts at its first missing byte
+    d.drop_cache([path])
+    with open(path, "rb") as f:
+        os.preadv(f.fileno(), [bytearray(S // 2)], 8 * S)
+    assert past.replay(segment, "daemon", window=W) == W
+    assert cached_pages(path, 8 * S, S // 2 + W) == (S // 2 + W) // 4096
+    assert cached_pages(path, 0, 0) == (S // 2 + W) // 4096

@@ -320,30 +320,20 @@ def test_past_reads_are_its_segments_least_recent_first(vidload_lib, tmp_path):
     assert vidload.past_reads(lib, rate=2, past=170, seed=5, views="0,1") != reads
 
 
-def test_the_page_cache_is_filled_with_the_newest_reads_a_file_range_at_a_time():
+def test_the_page_cache_is_filled_with_the_newest_reads():
     from libception.bench import past
     reads = [(-30, 0, 10, "a"), (-25, 0, 10, "b"), (-20, 10, 10, "a"), (-10, 20, 10, "a"),
              (-5, 0, 10, "c")]
-    # 35 bytes: c, then a's two newest segments (one range); b is older than what fits
-    assert past.newest(reads, 35) == ([(-10, 10, 20, "a"), (-5, 0, 10, "c")], 30)
+    # 35 bytes: c, then a's two newest segments, oldest first; b is older than what fits
+    assert past.newest(reads, 35) == ([(-20, 10, 10, "a"), (-10, 20, 10, "a"),
+                                       (-5, 0, 10, "c")], 30)
     assert past.newest(reads, float("inf"))[1] == 50
     assert past.newest(reads, 5) == ([], 0)
 
 
-def test_the_past_holds_each_runs_last_window_beyond_its_segments():
+def test_the_past_is_read_by_the_daemon_where_it_prefetches():
     from libception.bench import past
-    M, S = 1 << 20, 1 << 19
-    reads = [(-30, 0, S, "a"), (-20, S, S, "a"), (-10, M, S, "a"),   # a run of three
-             (-5, 0, S, "b"),                                        # b ends at 0.75 MiB
-             (-4, 5 * M, S, "c"), (-3, 5 * M + S + M // 4, S, "c")]  # two runs, a gap
-    size = {"a": 100 * M, "b": 3 * S // 2, "c": 100 * M}.get
-    # receptiond: a 2 MiB window from each run's first miss, dated by that miss;
-    # a tail stops at the file's end and where the next run starts
-    assert past.window_tails(reads, 2 * M, size) == [
-        (-30, M + S, S, "a"), (-5, S, S // 2, "b"), (-4, 5 * M + S, M // 4, "c"),
-        (-3, 5 * M + 2 * S + M // 4, 2 * M - S, "c")]
-    # a request longer than the window is read whole
-    assert past.window_tails([(-1, 0, 3 * M, "a")], M, size) == []
+    M = 1 << 20
     assert past.daemon_window({"mode": "libception", "prefetch": "1M"}) == M
     assert past.daemon_window({"mode": "watch"}) == 2 * M
     # without the daemon the kernel reads ahead: the fill replays the server's reads

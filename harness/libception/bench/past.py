@@ -40,27 +40,63 @@ DEFAULT_WINDOW = "2M"
 # (2026-11-28), after a 512 KiB segment: 128 KiB read-ahead leaves 128 KiB
 # beyond it, 256 KiB 256-384 KiB, 1 MiB 1.3-1.8 MiB, 4 MiB 1.3-6 MiB; a
 # model of fixed pieces had left nothing at 128-256 KiB, and reading in
-# 1 MiB pieces left 0-1.5 MiB whatever the setting.  "window": the
-# segments and the daemon's windows (window_tails) with no read-ahead
-# (POSIX_FADV_RANDOM), as receptiond's WILLNEED into a MADV_RANDOM
-# mapping leaves none, and the server's reads then hit.
+# 1 MiB pieces left 0-1.5 MiB whatever the setting.  "daemon": each
+# segment in turn as receptiond serves it (prefetch.c rd_window): what is
+# cached is read (cachestat(2) finds the first page that is not), and
+# from the first missing byte a window, max(WINDOW, the rest of the
+# segment), in 1 MiB pieces with no read-ahead (POSIX_FADV_RANDOM), as
+# receptiond's WILLNEED into a MADV_RANDOM mapping leaves none.  So each
+# session's windows are read when it missed, as they were: a model that
+# walked each file's segments as one run left a session trailing another
+# on the same video no window of its own (2026-11-29; the campaign note).
+# It prints the bytes its windows read.
 _READER = r"""
-import os, sys
-procs, how = sys.argv[1:3]
+import ctypes, os, sys
+procs, how, window = sys.argv[1], sys.argv[2], int(sys.argv[3])
 buf = memoryview(bytearray(1 << 20))
 out = os.open(os.devnull, os.O_WRONLY)
+libc = ctypes.CDLL(None, use_errno=True)
+PAGE = os.sysconf("SC_PAGE_SIZE")
 if procs:
     with open(procs, "w") as f:
         f.write(str(os.getpid()))
+
+def nr_cache(fd, off, n):
+    rng, st = (ctypes.c_uint64 * 2)(off, n), (ctypes.c_uint64 * 5)()
+    if libc.syscall(451, fd, rng, st, 0):   # cachestat(2)
+        raise OSError(ctypes.get_errno(), "cachestat")
+    return st[0]
+
+def cached_up_to(fd, off, end):
+    # the first byte of [off, end) whose page is not cached (end: none);
+    # off is a page boundary (segments and windows are)
+    pages = -(-(end - off) // PAGE)
+    if nr_cache(fd, off, end - off) == pages:
+        return end
+    lo, hi = 0, pages   # [off, lo pages) cached, [off, hi pages) not all
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if nr_cache(fd, off, mid * PAGE) == mid:
+            lo = mid
+        else:
+            hi = mid
+    return off + lo * PAGE
+
+windows = 0
 for line in sys.stdin:
     off, n, path = line.rstrip("\n").split(" ", 2)
     fd = os.open(path, os.O_RDONLY)
     try:
         off, end = int(off), int(off) + int(n)
-        if how == "window":
+        if how == "daemon":
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            miss = cached_up_to(fd, off, end)
+            if miss < end:   # what is cached is read as a hit, then the window
+                wend = min(os.fstat(fd).st_size, miss + max(window, end - miss))
+                windows += wend - miss
+                end = wend
         while off < end:
-            if how == "window":
+            if how == "daemon":
                 k = os.preadv(fd, [buf[:min(len(buf), end - off)]], off)
             else:
                 k = os.sendfile(out, fd, off, end - off)
@@ -69,6 +105,7 @@ for line in sys.stdin:
             off += k
     finally:
         os.close(fd)
+print(windows)
 """
 
 
@@ -91,67 +128,17 @@ def seconds(setting, library):
     return float(setting or 0)
 
 
-def newest(reads, budget, merge=True):
+def newest(reads, budget):
     """The most recently read segments that fit in `budget` bytes, least
     recently read first (the order that leaves the page cache's LRU about
-    as the past left it): [(t, offset, bytes, path)], and their bytes.
-    With `merge`, a file's adjoining segments are one range, read at its
-    latest time."""
+    as the past left it): [(t, offset, bytes, path)], and their bytes."""
     keep, total = [], 0
     for r in reversed(reads):
         if total + r[2] > budget:
             break
         keep.append(r)
         total += r[2]
-    if not merge:
-        return keep[::-1], total
-    ranges = []
-    for t, off, n, path in sorted(keep, key=lambda r: (r[3], r[1])):
-        last = ranges[-1] if ranges else None
-        if last and last[3] == path and last[1] + last[2] == off:
-            ranges[-1] = (max(last[0], t), last[1], last[2] + n, path)
-        else:
-            ranges.append((t, off, n, path))
-    ranges.sort(key=lambda r: r[0])
-    return ranges, total
-
-
-def window_tails(reads, window, size_of):
-    """What receptiond read beyond the past's segments: for each file's
-    run of adjoining segments, the tail of the last window that covered
-    it, as (t, offset, bytes, path) dated when that window was read.  A
-    run is read from its start as the daemon reads: a segment not yet
-    covered is read from its first missing byte, max(window, the
-    request) (prefetch.c rd_window).  Why: the steady state of a
-    prefetching configuration holds each running session's window ahead
-    of it; filled with the segments alone, every session carried on
-    missed at its next segment within the first 10 s, a burst of one
-    window per session (a 2M window, four segments: four times the
-    steady state's misses; 8M failed 944 of 1,128 sessions carried on
-    at 7.5/s, 2026-11-28)."""
-    by_file = {}
-    for t, off, n, path in reads:
-        by_file.setdefault(path, []).append((off, n, t))
-    out = []
-    for path, segs in by_file.items():
-        segs.sort()
-        size = size_of(path)
-        end, t_read, covered = None, None, None
-        for off, n, t in segs + [(None, 0, None)]:
-            if end is not None and off != end:   # a run ends: its window's tail
-                tail = covered if off is None else min(covered, off)
-                if tail > end:
-                    out.append((t_read, end, tail - end, path))
-                covered = None
-            if off is None:
-                break
-            if covered is None:
-                covered = off
-            if off + n > covered:
-                lo = max(off, covered)
-                covered, t_read = min(size, lo + max(window, off + n - lo)), t
-            end = off + n
-    return out
+    return keep[::-1], total
 
 
 def daemon_window(cfg):
@@ -171,15 +158,17 @@ def loads(cfg, docroot, rate, seed):
              round(rate * ld["share"], 4), seed + 1000 * i) for i, ld in enumerate(cfg["loads"])]
 
 
-def replay(reads, how, procs=""):
-    """Read [(t, offset, bytes, path)] in order, as `how` says (_READER),
-    in a process that joins the memory group whose `procs` file is named."""
-    proc = subprocess.run([sys.executable, "-c", _READER, procs, how],
+def replay(reads, how, procs="", window=0):
+    """Read [(t, offset, bytes, path)] in order, as `how` says (_READER:
+    "server", or "daemon" with its `window`), in a process that joins the
+    memory group whose `procs` file is named; the bytes its windows read."""
+    proc = subprocess.run([sys.executable, "-c", _READER, procs, how, str(window)],
                           input="".join(f"{off} {n} {path}\n" for _, off, n, path in reads),
                           text=True, capture_output=True)
     if proc.returncode:
         err = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
         raise RuntimeError(f"filling the page cache with the past's reads: {err[0]}")
+    return int(proc.stdout.split()[-1])
 
 
 def fill(h, cfg, settings, rate, seed):
@@ -194,25 +183,25 @@ def fill(h, cfg, settings, rate, seed):
         reads += [(t, off, n, os.path.join(root, path))
                   for t, off, n, path in vidload.past_reads(library, r, past_s, s, **opts)]
     window = daemon_window(cfg)
-    ahead = window_tails(reads, window, os.path.getsize) if window else []
-    reads += ahead
     reads.sort(key=lambda x: x[0])
     # no memory group: nothing says how much of the past a cache would
     # hold, so the sessions carry on over a cold cache
     budget = 0
     if h.group is not None and h.group.limit_bytes:
         budget = max(0, h.group.limit_bytes - h.group.usage())
-    # the server's reads are replayed one by one, as it made them; the
-    # kernel's tails are not in the budget: reclaim takes the oldest
-    chosen, total = newest(reads, budget, merge=bool(window))
-    how = "window" if window else "server"
+    # the reads are replayed one by one, as the server or the daemon made
+    # them; what they read ahead (the kernel's tails, the daemon's windows)
+    # is not in the budget: reclaim takes the oldest, as it did
+    chosen, total = newest(reads, budget)
+    how = "daemon" if window else "server"
     t0 = time.monotonic()
     with contextlib.ExitStack() as untimed:
         for m in h.mounts:
             untimed.enter_context(m.untimed())
-        replay(chosen, how, h.group.procs_file() if h.group is not None else "")
+        ahead = replay(chosen, how, h.group.procs_file() if h.group is not None else "",
+                       window or 0)
     return {"past_s": past_s, "segments": len(reads), "past_bytes": sum(r[2] for r in reads),
-            "ahead_bytes": sum(r[2] for r in ahead), "read_as": how,
+            "ahead_bytes": ahead, "read_as": how,
             "filled_ranges": len(chosen), "filled_bytes": total,
             "fill_s": round(time.monotonic() - t0, 1), "fill_untimed": bool(h.mounts),
             "oldest_filled_s": chosen[0][0] if chosen else None}, past_s

@@ -202,6 +202,6 @@ def fill(h, cfg, settings, rate, seed):
                        window or 0)
     return {"past_s": past_s, "segments": len(reads), "past_bytes": sum(r[2] for r in reads),
             "ahead_bytes": ahead, "read_as": how,
-            "filled_ranges": len(chosen), "filled_bytes": total,
+            "filled_segments": len(chosen), "filled_bytes": total,
             "fill_s": round(time.monotonic() - t0, 1), "fill_untimed": bool(h.mounts),
             "oldest_filled_s": chosen[0][0] if chosen else None}, past_s

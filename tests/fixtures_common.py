@@ -1,32 +1,13 @@
 """Helpers several components' tests share: the page cache, file digests,
 video library files, one HTTP GET, and READER, a Python program that reads a file 4 KiB at a
 time (the smallest reads, so whatever is enlarged, libception did)."""
-import collections
-import ctypes
 import hashlib
 import http.client
 import os
 import sys
 
+from libception.pagecache import cachestat_fd
 from libception.pagecache import evict as drop_cache  # noqa: F401 (the tests' name)
-
-Cachestat = collections.namedtuple(
-    "Cachestat", "nr_cache nr_dirty nr_writeback nr_evicted nr_recently_evicted")
-_libc = ctypes.CDLL(None, use_errno=True)
-_SYS_CACHESTAT = 451   # the same number on every architecture
-
-
-def cachestat_fd(fd, off=0, length=0, name="fd"):
-    """The page-cache counters of [off, off+length) of an open file
-    (cachestat(2); length 0: to the end), as root.  nr_evicted counts the
-    shadow entries that reclaim leaves where it took a page; an
-    invalidation leaves none."""
-    rng = (ctypes.c_uint64 * 2)(off, length)
-    out = (ctypes.c_uint64 * 5)()
-    if _libc.syscall(_SYS_CACHESTAT, fd, rng, out, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"cachestat {name}: {os.strerror(err)}")
-    return Cachestat(*out)
 
 
 def cachestat(path, off=0, length=0):

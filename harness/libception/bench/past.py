@@ -51,21 +51,19 @@ DEFAULT_WINDOW = "2M"
 # on the same video no window of its own (2026-11-29; the campaign note).
 # It prints the bytes its windows read.
 _READER = r"""
-import ctypes, os, sys
-procs, how, window = sys.argv[1], sys.argv[2], int(sys.argv[3])
+import os, sys
+procs, how, window, harness = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, harness)
+from libception.pagecache import cachestat_fd
 buf = memoryview(bytearray(1 << 20))
 out = os.open(os.devnull, os.O_WRONLY)
-libc = ctypes.CDLL(None, use_errno=True)
 PAGE = os.sysconf("SC_PAGE_SIZE")
 if procs:
     with open(procs, "w") as f:
         f.write(str(os.getpid()))
 
 def nr_cache(fd, off, n):
-    rng, st = (ctypes.c_uint64 * 2)(off, n), (ctypes.c_uint64 * 5)()
-    if libc.syscall(451, fd, rng, st, 0):   # cachestat(2)
-        raise OSError(ctypes.get_errno(), "cachestat")
-    return st[0]
+    return cachestat_fd(fd, off, n).nr_cache
 
 def cached_up_to(fd, off, end):
     # the first byte of [off, end) whose page is not cached (end: none);
@@ -162,7 +160,8 @@ def replay(reads, how, procs="", window=0):
     """Read [(t, offset, bytes, path)] in order, as `how` says (_READER:
     "server", or "daemon" with its `window`), in a process that joins the
     memory group whose `procs` file is named; the bytes its windows read."""
-    proc = subprocess.run([sys.executable, "-c", _READER, procs, how, str(window)],
+    harness = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", _READER, procs, how, str(window), harness],
                           input="".join(f"{off} {n} {path}\n" for _, off, n, path in reads),
                           text=True, capture_output=True)
     if proc.returncode:

@@ -7,11 +7,11 @@ two steps past the best scored worse (a tie is not worse: a plateau is
 walked across).  A dimension of names (UNORDERED: the I/O scheduler,
 Apache's MPM, lighttpd's backend) has no order for that rule to read,
 so every one of its values is tried.  Passes repeat while one improves,
-until the budget (distinct candidates evaluated) is spent.  Vanilla, kernel tuning and
-libception get the same procedure and the same budget; each kind's own
-knobs come first (with the server's first, a budget of 12 never reached
-read_ahead_kb), and kernel tuning and libception start from vanilla's
-winning server settings.
+until the budget (distinct candidates evaluated) is spent.  Vanilla,
+kernel tuning and libception get the same procedure and the same budget;
+each kind's own knobs come first (with the server's first, a budget of
+12 never reached read_ahead_kb), and kernel tuning and libception start
+from vanilla's winning server settings.
 
 Pure: the caller's `evaluate(point)` measures (bench/tune.py runs a
 max-rate search per candidate); `configure()` turns a point into the

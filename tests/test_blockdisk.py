@@ -349,3 +349,23 @@ def test_a_past_replayed_as_the_server_reads_leaves_the_kernels_read_ahead(env, 
     assert past.replay(segment, "daemon", window=W) == W
     assert cached_pages(path, 8 * S, S // 2 + W) == (S // 2 + W) // 4096
     assert cached_pages(path, 0, 0) == (S // 2 + W) // 4096
+
+
+def test_a_past_replayed_as_the_daemon_reads_sends_each_page_once(env, stack):
+    """The daemon's windows are loaded without marking a page accessed
+    (receptiond maps them, prefetch.c map_piece), so the server's send is
+    a prefetched page's first access, as under libception: a past whose
+    reader read its windows made every sent page a second access, and the
+    kernel put it on the active list, where reclaim does not look first."""
+    from fixtures_common import cached_pages
+    from libception.bench import past
+    d = stack(env["big"])
+    path = os.path.join(d.path, "hd/big.mp4")
+    S, W = MiB // 2, 4 * MiB
+    segments = [(t, (8 + t) * S, S, path) for t in range(16)]   # two windows
+    with cgroup.MemoryGroup(f"test-blockdisk-past-{os.getpid()}", 64 * MiB) as g:
+        assert past.replay(segments, "daemon", g.procs_file(), window=W) == 2 * W
+        lists = g.file_lists()
+    assert cached_pages(path, 8 * S, 2 * W) == 2 * W // 4096
+    assert lists["inactive_file"] >= 16 * S, lists
+    assert lists["active_file"] < S, f"sent pages made active: {lists}"

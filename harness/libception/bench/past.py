@@ -44,20 +44,26 @@ DEFAULT_WINDOW = "2M"
 # segment in turn as receptiond serves it (prefetch.c rd_window): what is
 # cached is read (cachestat(2) finds the first page that is not), and
 # from the first missing byte a window, max(WINDOW, the rest of the
-# segment), in 1 MiB pieces with no read-ahead (POSIX_FADV_RANDOM), as
-# receptiond's WILLNEED into a MADV_RANDOM mapping leaves none.  So each
-# session's windows are read when it missed, as they were: a model that
-# walked each file's segments as one run left a session trailing another
-# on the same video no window of its own (2026-11-29; the campaign note).
+# segment), is loaded as receptiond loads it (prefetch.c map_piece):
+# WILLNEED hints, then a touch of each page through a MADV_RANDOM
+# mapping, which neither reads around nor marks a page accessed; then the
+# segment is sent as the server sends it.  So each session's windows are
+# read when it missed, as they were (a model that walked each file's
+# segments as one run left a session trailing another on the same video
+# no window of its own: 2026-11-29, the campaign note), and a page the
+# window loaded is accessed once, by the segment that sends it: windows
+# read with pread(2) made that send a page's second access, the kernel
+# moved every sent page to the active list, and the probes started with
+# 5 GiB of 8 active where the daemon leaves about 2 (session 32).
 # It prints the bytes its windows read.
 _READER = r"""
-import os, sys
+import mmap, os, sys
 procs, how, window, harness = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 sys.path.insert(0, harness)
 from libception.pagecache import cachestat_fd
-buf = memoryview(bytearray(1 << 20))
 out = os.open(os.devnull, os.O_WRONLY)
 PAGE = os.sysconf("SC_PAGE_SIZE")
+HINT = 128 << 10   # what one WILLNEED call surely reads (read_ahead_kb's floor)
 if procs:
     with open(procs, "w") as f:
         f.write(str(os.getpid()))
@@ -80,6 +86,16 @@ def cached_up_to(fd, off, end):
             hi = mid
     return off + lo * PAGE
 
+def load(fd, lo, hi):
+    # make [lo, hi) resident without marking a page accessed
+    for o in range(lo, hi, HINT):
+        os.posix_fadvise(fd, o, min(HINT, hi - o), os.POSIX_FADV_WILLNEED)
+    base = lo // PAGE * PAGE
+    with mmap.mmap(fd, hi - base, mmap.MAP_SHARED, mmap.PROT_READ, offset=base) as m:
+        m.madvise(mmap.MADV_RANDOM)
+        for i in range(0, hi - base, PAGE):
+            m[i]
+
 windows = 0
 for line in sys.stdin:
     off, n, path = line.rstrip("\n").split(" ", 2)
@@ -89,15 +105,12 @@ for line in sys.stdin:
         if how == "daemon":
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
             miss = cached_up_to(fd, off, end)
-            if miss < end:   # what is cached is read as a hit, then the window
+            if miss < end:
                 wend = min(os.fstat(fd).st_size, miss + max(window, end - miss))
                 windows += wend - miss
-                end = wend
+                load(fd, miss, wend)
         while off < end:
-            if how == "daemon":
-                k = os.preadv(fd, [buf[:min(len(buf), end - off)]], off)
-            else:
-                k = os.sendfile(out, fd, off, end - off)
+            k = os.sendfile(out, fd, off, end - off)
             if k <= 0:
                 break
             off += k

@@ -665,3 +665,27 @@ def test_compare_takes_a_kind_with_knobs_changed_under_its_own_label():
     cfg = tuning.configure({"library": "x"}, "nginx", "libception", fifo)
     assert cfg["mode"] == "libception" and cfg["order"] == "fifo"
     assert "order" not in tuning.configure({"library": "x"}, "nginx", "libception", lib)
+
+
+def test_compare_takes_a_kind_at_another_kinds_winner(tmp_path):
+    """Issue 27's comparison: watch mode at the preload library's tuned
+    point, searched from its answer; a kind without those knobs is
+    refused."""
+    from libception.bench import compare
+    point = {"window": "1M", "parallel": 2, "workers": 16, "aio_threads": 0,
+             "sendfile_max_chunk": 0}
+    tuned = tmp_path / "tuned.json"
+    tuned.write_text(json.dumps({"nginx": {
+        "vanilla": {"point": {"workers": 16, "aio_threads": 0, "sendfile_max_chunk": 0},
+                    "answer": 3.5},
+        "libception": {"point": point, "answer": 7.5}}}))
+    s = compare.settings(True)
+    s.update(disk="block", tuned=str(tuned),
+             kinds=["libception", {"label": "watch", "kind": "watch", "from": "libception"}])
+    configs, _ = compare.configurations(s)
+    assert configs[1] == ("watch", "watch", point, 7.5)
+    s["kinds"] = [{"label": "watch", "kind": "watch"}]
+    assert compare.configurations(s)[0][0][3] is None, "no tuned watch: its own start"
+    s["kinds"] = [{"label": "odd", "kind": "vanilla", "from": "libception"}]
+    with pytest.raises(ValueError, match="does not take libception's knobs"):
+        compare.configurations(s)

@@ -71,13 +71,19 @@ def configurations(s):
         note = f"UNTUNED: vanilla from {source}; run `libception bench tune` first"
     out = []
     for item in s["kinds"]:
-        # a kind, or {"label", "kind", "set": {knob: value}}: the kind's
-        # point with knobs changed (e.g. libception with order fifo)
-        label, kind, changes = ((item, item, {}) if isinstance(item, str) else
-                                (item["label"], item["kind"], item.get("set") or {}))
-        entry = tuned.get(kind) or {}
-        point = entry.get("point") or (vanilla if kind == "vanilla" else
-                                       tuning.start_point(server, kind, vanilla, s["disk"]))
+        # a kind, or {"label", "kind", "set": {knob: value}, "from": kind}:
+        # a point with knobs changed (e.g. libception with order fifo),
+        # taken with its answer from the tuning of "from" (the item's own
+        # kind by default): watch mode at libception's winner is
+        # {"label": "watch", "kind": "watch", "from": "libception"}
+        label, kind, changes, source = (
+            (item, item, {}, item) if isinstance(item, str) else
+            (item["label"], item["kind"], item.get("set") or {}, item.get("from", item["kind"])))
+        if tuning.grid(server, source, s["disk"]) != tuning.grid(server, kind, s["disk"]):
+            raise ValueError(f"compare: {label}: {kind} does not take {source}'s knobs")
+        entry = tuned.get(source) or {}
+        point = entry.get("point") or (vanilla if source == "vanilla" else
+                                       tuning.start_point(server, source, vanilla, s["disk"]))
         out.append((label, kind, {**point, **changes}, entry.get("answer")))
     return out, note
 

@@ -345,10 +345,31 @@ def test_a_past_replayed_as_the_server_reads_leaves_the_kernels_read_ahead(env, 
     # half a segment cached: the window starts at its first missing byte
     d.drop_cache([path])
     with open(path, "rb") as f:
-        os.preadv(f.fileno(), [bytearray(S // 2)], 8 * S)
-    assert past.replay(segment, "daemon", window=W) == W
-    assert cached_pages(path, 8 * S, S // 2 + W) == (S // 2 + W) // 4096
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)   # no read-ahead
+        os.preadv(f.fileno(), [bytearray(S // 2)], 0)
+    assert past.replay([(0, 0, S, path)], "daemon", window=W) == W
+    assert cached_pages(path, 0, S // 2 + W) == (S // 2 + W) // 4096
     assert cached_pages(path, 0, 0) == (S // 2 + W) // 4096
+
+
+def test_a_session_entering_the_past_mid_window_gets_the_windows_rest(env, stack):
+    """A session watching since before the past's oldest replayed segment
+    enters the replay in the middle of a window the daemon read when it
+    crossed into it (windows lie on the file's grid: sessions start at
+    its first byte).  A whole window from there put all such sessions'
+    windows in one phase, and their next misses came as one wave at
+    every probe's start."""
+    from fixtures_common import cached_pages
+    from libception.bench import past
+    d = stack(env["big"])
+    path = os.path.join(d.path, "hd/big.mp4")
+    S, W = MiB // 2, 2 * MiB
+    # enters at 9S, in the window [8S, 12S); then 10S and 11S are hits
+    # and 12S, which follows a replayed segment, is a miss of its own
+    session = [(t, (9 + t) * S, S, path) for t in range(4)]
+    assert past.replay(session, "daemon", window=W) == 3 * S + W
+    assert cached_pages(path, 9 * S, 3 * S + W) == (3 * S + W) // 4096
+    assert cached_pages(path, 0, 0) == (3 * S + W) // 4096, "a window beyond the grid's"
 
 
 def test_a_past_replayed_as_the_daemon_reads_sends_each_page_once(env, stack):

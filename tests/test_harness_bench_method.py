@@ -127,6 +127,18 @@ def test_queue_wait_quantiles_of_the_interval_only():
     assert disktime.queue_wait(after, after)["count"] == 0
 
 
+def test_a_timeline_sample_says_how_busy_the_disk_and_the_queue_were_since_the_last():
+    def stats(buckets):
+        return {"devices": [{"wait_us": {"count": sum(c for _, c in buckets),
+                                         "buckets": buckets}}]}
+    a = (5.0, 10.0, stats([[1023.0, 5]]))
+    b = (10.0, 14.5, stats([[1023.0, 55], [2097151.0, 50]]))
+    assert probe.interval_figures(None, a) == (None, None, None)
+    assert probe.interval_figures(a, b) == (0.9, 100, 2097.151)
+    # no hddsim, no daemon: nothing to say
+    assert probe.interval_figures((5.0, None, None), (10.0, None, None)) == (None, None, None)
+
+
 def test_cpu_meter_counts_a_busy_loop_as_other_unless_it_is_ours():
     loop = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
@@ -305,6 +317,8 @@ def test_resumed_run_does_not_redo_a_persisted_probe(scratch, harness_port):
     assert done and done[0] == ("nginx vanilla", 2.0, 1)
     probe = journal.read(str(path))[0]["probe"]
     assert probe["warmup_s"] == 1 and probe["timeline"]["active"] and probe["disk_time"]
+    tl = probe["timeline"]
+    assert len(tl["disk_busy"]) == len(tl["windows"]) == len(tl["t_s"]), tl
     assert "steady" in probe and "cores" in probe["other_cpu"]
     err = _resume_for_one_more_probe(cmd + ["--resume"], path, len(done))
     kept = _kept(path)

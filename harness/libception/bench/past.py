@@ -50,7 +50,12 @@ DEFAULT_WINDOW = "2M"
 # segment is sent as the server sends it.  So each session's windows are
 # read when it missed, as they were (a model that walked each file's
 # segments as one run left a session trailing another on the same video
-# no window of its own: 2026-11-29, the campaign note), and a page the
+# no window of its own: 2026-11-29, the campaign note).  A session that
+# was watching before the oldest segment replayed enters the replay in
+# the middle of a window and gets only that window's rest: a window of
+# its own from there put every such session's windows in one phase, and
+# their next misses came as one wave 20-40 s into every probe, the larger
+# the window the larger (session 32).  And a page the
 # window loaded is accessed once, by the segment that sends it: windows
 # read with pread(2) made that send a page's second access, the kernel
 # moved every sent page to the active list, and the probes started with
@@ -97,6 +102,7 @@ def load(fd, lo, hi):
             m[i]
 
 windows = 0
+ends = {}   # path: the ends of the segments replayed so far
 for line in sys.stdin:
     off, n, path = line.rstrip("\n").split(" ", 2)
     fd = os.open(path, os.O_RDONLY)
@@ -104,9 +110,17 @@ for line in sys.stdin:
         off, end = int(off), int(off) + int(n)
         if how == "daemon":
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            replayed = ends.setdefault(path, set())
+            # a session that was watching before the oldest read replayed
+            # enters here, in the middle of a window the daemon read when
+            # it crossed into it: windows lie on the file's grid of
+            # windows, as sessions start at its first byte
+            entering = off != 0 and off not in replayed
+            replayed.add(end)
             miss = cached_up_to(fd, off, end)
             if miss < end:
-                wend = min(os.fstat(fd).st_size, miss + max(window, end - miss))
+                wend = ((miss // window + 1) * window if entering else miss + window)
+                wend = min(os.fstat(fd).st_size, max(wend, end))
                 windows += wend - miss
                 load(fd, miss, wend)
         while off < end:

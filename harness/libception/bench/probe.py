@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 
-from .. import results, vidload
+from .. import daemon, results, vidload
 from . import cpumeter, disktime, past, stats, steady
 
 SAMPLE_S = 5.0   # timeline interval (vidload's and the memory group's)
@@ -186,17 +186,64 @@ def settle(h, timeout=180.0):
     return round(time.monotonic() - t0, 1)
 
 
+def interval_figures(prev, cur):
+    """What the disk and receptiond's queue did between two samples
+    ((t, disk busy seconds, daemon stats), a figure None where there is
+    no hddsim or no daemon): the disk's busy share, the windows the
+    daemon served and their queue wait's p99 in ms.  Beside the active
+    sessions they tell a probe's start from its judged window: a wave of
+    misses, a saturated disk or a long queue when sessions failed."""
+    if prev is None:
+        return None, None, None
+    (t0, busy0, stats0), (t1, busy1, stats1) = prev, cur
+    share = None
+    if busy0 is not None and busy1 is not None and t1 > t0:
+        share = round((busy1 - busy0) / (t1 - t0), 3)
+    wait = disktime.queue_wait(stats0, stats1)
+    return share, wait and wait["count"], wait and wait["p99"]
+
+
 class _Sampler:
     """Every SAMPLE_S seconds while vidload runs: the memory group's usage
-    and page cache; once, when the warm-up ends, the counters the judged
-    window's disk time and queue wait start from."""
+    and page cache, and since the last sample the disk's busy share and
+    the windows receptiond served with their queue wait's p99; once, when
+    the warm-up ends, the counters the judged window's disk time and
+    queue wait start from."""
+
+    SERIES = ("cgroup_bytes", "cgroup_cache_bytes", "disk_busy", "windows",
+              "queue_wait_p99_ms")
 
     def __init__(self, rig, h, warmup_s):
         self.rig, self.h, self.warmup_s = rig, h, warmup_s
-        self.t, self.usage, self.cache = [], [], []
+        self.t, self.series = [], {k: [] for k in self.SERIES}
         self.judged = None
+        self._last = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self, t):
+        h, usage, cache, busy, stats = self.h, None, None, None, None
+        try:
+            if h.group is not None:
+                usage, cache = h.group.usage(), h.group.stat().get("cache", 0)
+        except OSError:
+            pass
+        try:
+            if h.mounts:
+                busy = sum(m.stats().get("busy_s", 0) for m in h.mounts)
+        except OSError:
+            pass
+        if h.daemon is not None:
+            try:
+                stats = daemon.stats(h.socket)
+            except (OSError, daemon.DaemonError):
+                pass
+        now = (t, busy, stats)
+        figures = interval_figures(self._last, now)
+        self._last = now
+        self.t.append(round(t, 1))
+        for k, v in zip(self.SERIES, (usage, cache) + figures):
+            self.series[k].append(v)
 
     def _run(self):
         t0 = time.monotonic()
@@ -204,14 +251,7 @@ class _Sampler:
             t = time.monotonic() - t0
             if self.judged is None and t >= self.warmup_s:
                 self.judged = (time.monotonic(), self.rig.snapshot(self.h))
-            if self.h.group is not None:
-                try:
-                    usage, cache = self.h.group.usage(), self.h.group.stat().get("cache", 0)
-                except OSError:
-                    usage = cache = None
-                self.t.append(round(t, 1))
-                self.usage.append(usage)
-                self.cache.append(cache)
+            self._sample(t)
             wait = SAMPLE_S - (time.monotonic() - t0) % SAMPLE_S
             if self.judged is None:
                 wait = min(wait, max(0.05, self.warmup_s - t))
@@ -227,14 +267,14 @@ class _Sampler:
         self._thread.join()
 
     def at(self, ts):
-        """The memory samples taken at or just before each time in ts."""
-        usage, cache, i = [], [], 0
+        """Each series' sample taken at or just before each time in ts."""
+        out, i = {k: [] for k in self.SERIES}, 0
         for t in ts:
             while i + 1 < len(self.t) and self.t[i + 1] <= t:
                 i += 1
-            usage.append(self.usage[i] if self.t else None)
-            cache.append(self.cache[i] if self.t else None)
-        return usage, cache
+            for k in self.SERIES:
+                out[k].append(self.series[k][i] if self.t else None)
+        return out
 
 
 def _ours(h):
@@ -283,9 +323,10 @@ def probe(rig, h, cfg, settings, rate, seed):
         filled.update(running=res.get("past_running", 0), failed=res.get("past_failed", 0),
                       # when they failed: at the start, or all along
                       failed_by_s=[_counted_by(tl, "past_failed", q) for q in (0.5, 1.0)])
-    usage, cache = sampler.at(tl["t_s"])
+    sampled = sampler.at(tl["t_s"])
+    usage = sampled["cgroup_bytes"]
     rec["timeline"] = {"t_s": tl["t_s"], **{k: tl.get(k, []) for k in TIMELINE_COUNTS},
-                       "cgroup_bytes": usage, "cgroup_cache_bytes": cache}
+                       **sampled}
     limit = h.group.limit_bytes if h.group is not None else None
     rec["steady"] = steady.verdict(tl["t_s"], tl["active"], warmup_s,
                                    [u for u in usage if u is not None] or None, limit)

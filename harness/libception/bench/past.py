@@ -41,25 +41,26 @@ DEFAULT_WINDOW = "2M"
 # beyond it, 256 KiB 256-384 KiB, 1 MiB 1.3-1.8 MiB, 4 MiB 1.3-6 MiB; a
 # model of fixed pieces had left nothing at 128-256 KiB, and reading in
 # 1 MiB pieces left 0-1.5 MiB whatever the setting.  "daemon": each
-# segment in turn as receptiond serves it (prefetch.c rd_window): what is
-# cached is read (cachestat(2) finds the first page that is not), and
-# from the first missing byte a window, max(WINDOW, the rest of the
-# segment), is loaded as receptiond loads it (prefetch.c map_piece):
-# WILLNEED hints, then a touch of each page through a MADV_RANDOM
-# mapping, which neither reads around nor marks a page accessed; then the
-# segment is sent as the server sends it.  So each session's windows are
-# read when it missed, as they were (a model that walked each file's
-# segments as one run left a session trailing another on the same video
-# no window of its own: 2026-11-29, the campaign note).  A session that
-# was watching before the oldest segment replayed enters the replay in
-# the middle of a window and gets only that window's rest: a window of
-# its own from there put every such session's windows in one phase, and
-# their next misses came as one wave 20-40 s into every probe, the larger
-# the window the larger (session 32).  And a page the
-# window loaded is accessed once, by the segment that sends it: windows
-# read with pread(2) made that send a page's second access, the kernel
-# moved every sent page to the active list, and the probes started with
-# 5 GiB of 8 active where the daemon leaves about 2 (session 32).
+# segment in turn as receptiond serves it (prefetch.c rd_window): from
+# the first byte that is not cached (cachestat(2)), a window of WINDOW
+# bytes (or the rest of the segment) is loaded as receptiond loads it
+# (prefetch.c map_piece: WILLNEED hints, then a touch of each page
+# through a MADV_RANDOM mapping, which neither reads around nor marks a
+# page accessed), and then the segment is sent as the server sends it.
+# The campaign note (docs/notes/2026-11-27-measurement-campaign.md,
+# sessions 31 and 32) has why each of these matters:
+# - windows when each session missed, in time order: a model that walked
+#   a file's segments as one run gave a session trailing another on the
+#   same video no window of its own;
+# - loaded, not read: a read marks a page accessed, the send was then
+#   its second access, and every sent page went to the active list
+#   (4.3-5.0 GiB of 8.1 at the probes' end; receptiond leaves about 2);
+# - a session that was watching before the oldest segment replayed
+#   enters mid-window and gets that window's rest, on the file's grid of
+#   windows (sessions start at its first byte): a window of its own put
+#   every such session's windows in one phase, and their next misses
+#   came as one wave 30-60 s into the probe, the larger the window the
+#   larger.
 # It prints the bytes its windows read.
 _READER = r"""
 import mmap, os, sys

@@ -222,7 +222,8 @@ class _Sampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self, t):
-        h, usage, cache, busy, stats = self.h, None, None, None, None
+        h = self.h
+        usage = cache = busy = stats = None
         try:
             if h.group is not None:
                 usage, cache = h.group.usage(), h.group.stat().get("cache", 0)

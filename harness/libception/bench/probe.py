@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 
-from .. import daemon, results, vidload
+from .. import results, vidload
 from . import cpumeter, disktime, past, stats, steady
 
 SAMPLE_S = 5.0   # timeline interval (vidload's and the memory group's)
@@ -221,25 +221,15 @@ class _Sampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _sample(self, t):
-        h = self.h
-        usage = cache = busy = stats = None
+    def _sample(self, t, snap):
+        usage = cache = None
         try:
-            if h.group is not None:
-                usage, cache = h.group.usage(), h.group.stat().get("cache", 0)
+            if self.h.group is not None:
+                usage, cache = self.h.group.usage(), self.h.group.stat().get("cache", 0)
         except OSError:
             pass
-        try:
-            if h.mounts:
-                busy = sum(m.stats().get("busy_s", 0) for m in h.mounts)
-        except OSError:
-            pass
-        if h.daemon is not None:
-            try:
-                stats = daemon.stats(h.socket)
-            except (OSError, daemon.DaemonError):
-                pass
-        now = (t, busy, stats)
+        snap = snap or {}
+        now = (t, (snap.get("disk") or {}).get("busy_s"), snap.get("daemon"))
         figures = interval_figures(self._last, now)
         self._last = now
         self.t.append(round(t, 1))
@@ -250,9 +240,15 @@ class _Sampler:
         t0 = time.monotonic()
         while True:
             t = time.monotonic() - t0
-            if self.judged is None and t >= self.warmup_s:
-                self.judged = (time.monotonic(), self.rig.snapshot(self.h))
-            self._sample(t)
+            # the rig's own counters (disk and daemon), once per sample;
+            # the one at the warm-up's end starts the judged window's
+            try:
+                snap = self.rig.snapshot(self.h)
+            except OSError:
+                snap = None
+            if self.judged is None and t >= self.warmup_s and snap is not None:
+                self.judged = (time.monotonic(), snap)
+            self._sample(t, snap)
             wait = SAMPLE_S - (time.monotonic() - t0) % SAMPLE_S
             if self.judged is None:
                 wait = min(wait, max(0.05, self.warmup_s - t))

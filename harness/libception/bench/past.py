@@ -79,7 +79,8 @@ def nr_cache(fd, off, n):
 
 def cached_up_to(fd, off, end):
     # the first byte of [off, end) whose page is not cached (end: none);
-    # off is a page boundary (segments and windows are)
+    # off is a page boundary (segments and windows are); receptiond's
+    # search in C is prefetch.c rd_resident_end_step
     pages = -(-(end - off) // PAGE)
     if nr_cache(fd, off, end - off) == pages:
         return end

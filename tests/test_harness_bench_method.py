@@ -5,6 +5,7 @@ CPU meter, the probe journal and the run summary, and a real resumed run
 refused at another commit)."""
 import gzip
 import json
+import math
 import os
 import signal
 import subprocess
@@ -247,6 +248,9 @@ def test_summary_round_trip(tmp_path):
     j.add(lc, "libception", rerun)
     res.add(van, config={"server": "nginx", "mode": "vanilla"}, answer=4.0, failed_above=8.0,
             at_answer=at4[-1], probes=[])
+    # a tuning challenge: one probe at a fixed rate, failed: no answer
+    challenge = {"config": "nginx vanilla, 32 workers"}
+    res.add(challenge, config={"server": "nginx"}, rate=8.0, probe=_probe(8.0, 1, ok=False))
     s = summary.summarize(results.load(res.path), journal.read(j.path))
     text = json.dumps(s)
     assert len(text) < 4096
@@ -256,20 +260,78 @@ def test_summary_round_trip(tmp_path):
     assert m["command"] == ["libception", "bench", "demo"] and m["method"] == "steady"
     assert m["probes"] == 5 and m["reruns"] == 1 and m["not_steady"] == 1
     assert m["boots"] == 1      # each probe names the boot that measured it
-    assert m["disk"] == {"drive": "wd-red", "library": {"count": 60}, "memory_limit": LIMIT}
-    a_van, a_lc = back["answers"]
+    assert m["disk"] == {"drive": "wd-red", "library": {"count": 60}, "memory_limit": LIMIT,
+                         "kind": None, "fs": None}
+    assert m["commits"] == [res.commit] and m["measured"][0] <= m["measured"][1]
+    a_van, a_ch, a_lc = back["answers"]   # runs first, then points only the journal holds
     assert a_van["answer"] == 4.0 and a_van["failed_above"] == 8.0
     assert a_van["at_answer"]["transfer_share"] == 0.4 and a_van["at_answer"]["busy_share"] == 0.9
     assert a_lc["point"] == lc and a_lc["unfinished"] and a_lc["answer"] is None
+    assert a_ch["point"] == challenge and (a_ch["answer"], a_ch["failed_above"]) == (None, 8.0)
     rows = summary.probes_of(back)
     assert [(r["answer"], r["rate"], r["seed"], r["pass"], r["rerun"]) for r in rows] == \
         [(0, 4.0, 1, True, False), (0, 4.0, 2, True, False), (0, 4.0, 3, True, False),
-         (0, 8.0, 1, False, False), (1, 6.0, 1, True, True)]
+         (0, 8.0, 1, False, False), (2, 6.0, 1, True, True)]
     assert rows[0]["queue_wait_p99_ms"] == 7.5 and rows[0]["disk_mb_per_s"] == 55.5
     p = subprocess.run([LIBCEPTION, "results", "summarize", str(tmp_path), "-o",
                         str(tmp_path / "s.json")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert json.loads((tmp_path / "s.json").read_text()) == back
+
+
+def test_a_comparisons_summary_keeps_every_round_and_interval_and_prints_as_results_md(tmp_path):
+    """`libception results table` prints a compare run as docs/results.md
+    shows it, from the summary, which keeps the compare's rounds, ratios
+    and figures at the answers."""
+    from libception import results_table
+    from libception.bench import compare
+    s = compare.settings(True)
+    s.update(rounds=2, seeds=3, resamples=200, kinds=["vanilla", "libception"],
+             answer_targets=[{"config": "libception", "metric": "transfer_share",
+                              "at_least": 0.75}])
+    res = results.Results(str(tmp_path / "compare.json"), "compare",
+                          settings={"drive": "wd-red", "library": {"preset": "sd", "count": 60},
+                                    "disk": "block", "fs": "ext4", "method": "steady"})
+    res.data["command"] = ["libception", "bench", "compare", "--set",
+                           'kinds=["vanilla","libception"]']
+    j = journal.Journal(str(tmp_path), res.commit)
+    rounds = []
+    for n, order in ((1, ["vanilla", "libception"]), (2, ["libception", "vanilla"])):
+        outcomes = {}
+        for label in order:
+            top = {"vanilla": 4.0, "libception": 8.0 if n == 1 else 10.0}[label]
+            point = {"part": "round", "round": n, "config": label}
+            probes = [_probe(r, seed, ok=r <= top) for r in (4.0, 8.0, 10.0, 12.0)
+                      for seed in (1, 2, 3)]
+            for p in probes:
+                j.add(point, label, p)
+            outcomes[label] = {"answer": top, "failed_above": top * 2, "probes": probes,
+                               "git_commit": res.commit}
+            res.add(point, config={"server": "nginx", "mode": label}, **outcomes[label],
+                    at_answer=probes[-1])
+        rounds.append({"n": n, "order": order, "outcomes": outcomes, "disturbance": None,
+                       "rerun_of": None})
+    res.add(summary.COMPARISON, note="tuned", **compare.summarize(rounds, ["vanilla", "libception"], s))
+    back = json.loads(json.dumps(summary.summarize(results.load(res.path),
+                                                   journal.read(j.path))))
+    cmp = back["comparison"]
+    assert "point" not in cmp and cmp["note"] == "tuned"
+    assert [r["answers"] for r in cmp["rounds"]] == [{"vanilla": 4.0, "libception": 8.0},
+                                                     {"vanilla": 4.0, "libception": 10.0}]
+    assert cmp["ratios"][0]["ratio"] == pytest.approx(math.sqrt(5))   # 2 and 2.5, geometric
+    assert back["metadata"]["disk"]["kind"] == "block"
+    text = "\n".join(results_table.markdown(back))
+    assert "on the block disk (ext4), 60 SD videos" in text
+    assert "    libception bench compare --set 'kinds=[\"vanilla\",\"libception\"]'" in text
+    assert "| 1 | vanilla libception | 4 | 8 | - |" in text      # every round, in its order
+    assert "| 2 | libception vanilla | 4 | 10 | - |" in text
+    assert "| libception / vanilla | 2.24 |" in text and "| 2.00 2.50 | >= 2 |" in text
+    assert "| libception | 0.4 (0.4-0.4) | 0.9 (0.9-0.9) | 7.5 (7.5-7.5) | nginx, libception" in text
+    assert "| libception | disk transferring | >= 0.75 | 0.4 (0.4-0.4) | **not met** |" in text
+    p = subprocess.run([LIBCEPTION, "results", "table", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == text + "\n"
 
 
 def _kept(path):

@@ -1,17 +1,20 @@
 """A benchmark run's raw results, made small: `libception results
-summarize DIR` and `libception results carry DIR FILE`.
+summarize DIR`, `libception results table DIR|SUMMARY` and `libception
+results carry DIR FILE`.
 
 The summary (docs/benchmark.md, "Results files") holds the run's
-metadata, its answers with the disk figures at each, and one row per
-probe: a few KB, for docs/results/; the raw files stay in DIR.  The
-carried journal is the run's probes without their bulk, what a run
-needs to be resumed on another machine ("Carrying a run to another
-machine").
+metadata, its answers with the disk figures at each, a comparison's
+rounds and intervals, and one row per probe: a few KB, for
+docs/results/; the raw files stay in DIR.  The table is that summary as
+docs/results.md shows it (Markdown).  The carried journal is the run's
+probes without their bulk, what a run needs to be resumed on another
+machine ("Carrying a run to another machine").
 """
+import json
 import os
 import sys
 
-from . import results, summary
+from . import results, results_table, summary
 from .bench import journal
 
 PROG = "libception results"
@@ -23,6 +26,10 @@ def add_arguments(p):
     s.add_argument("run", metavar="DIR", help="a `libception bench` output directory")
     s.add_argument("-o", "--output", metavar="FILE",
                    help="where to write it (default DIR/summary.json)")
+    t = sub.add_parser("table", help="print a run's summary as docs/results.md shows it "
+                       "(Markdown)")
+    t.add_argument("run", metavar="DIR|SUMMARY",
+                   help="a `libception bench` output directory or a summary file")
     c = sub.add_parser("carry", help="write a run's journal without its bulk, to resume it "
                        "on another machine")
     c.add_argument("run", metavar="DIR", help="a `libception bench` output directory")
@@ -33,6 +40,8 @@ def add_arguments(p):
 def main(args):
     if args.action == "carry":
         return _carry(args)
+    if args.action == "table":
+        return _table(args)
     try:
         data, entries = summary.run_files(args.run)
     except results.ResultsError as e:
@@ -57,4 +66,20 @@ def _carry(args):
     at = ", ".join(c or "unknown" for c in journal.commits(entries))
     print(f"{PROG}: {args.dest}: {len(entries)} probe{'s' * (len(entries) != 1)} measured at {at}, "
           f"{os.path.getsize(args.dest)} bytes; resume in a worktree at that commit")
+    return 0
+
+
+def _table(args):
+    try:
+        if os.path.isdir(args.run):
+            s = summary.summarize(*summary.run_files(args.run))
+        else:
+            with open(args.run, encoding="utf-8") as f:
+                s = json.load(f)
+            if s.get("schema") != summary.SCHEMA:
+                raise results.ResultsError(f"{args.run}: not a {summary.SCHEMA} file")
+    except (OSError, ValueError, results.ResultsError) as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    print("\n".join(results_table.markdown(s)))
     return 0

@@ -16,6 +16,12 @@ PROBE_COLUMNS = ["answer", "rate", "seed", "pass", "failed_pct", "started", "mb_
                  "max_active", "steady", "other_cores", "rerun"]
 
 
+# `bench compare`'s rounds, ratios and intervals: a run under this point
+# (bench/compare.py summarize), kept whole in the summary
+COMPARISON = {"part": "summary"}
+STAMPS = ("point", "git_commit", "measured_at")
+
+
 def _r(v, digits=3):
     return round(v, digits) if isinstance(v, float) else v
 
@@ -59,32 +65,47 @@ def summarize(data, entries):
                             "failed_above": None, "at_answer": None, "unfinished": True})
         return index[key]
 
+    comparison = None
     for run in data.get("runs", []):
+        if run.get("point") == COMPARISON:
+            comparison = {k: v for k, v in run.items() if k not in STAMPS}
         if "answer" not in run and "probe" not in run:
             continue
         i = answer_for(run["point"], run.get("config"))
-        probe = run.get("at_answer") if "answer" in run else run.get("probe")
-        answers[i].update({"answer": run.get("answer", run.get("rate")),
-                           "failed_above": run.get("failed_above"),
+        if "answer" in run:
+            answer, above, probe = run["answer"], run.get("failed_above"), run.get("at_answer")
+        else:   # one probe at a fixed rate (a tuning challenge): an answer only if it passed
+            probe = run.get("probe") or {}
+            answer, above = (run.get("rate"), None) if probe.get("pass") else (None, run.get("rate"))
+        answers[i].update({"answer": answer, "failed_above": above,
                            "at_answer": at_answer(probe)})
         answers[i].pop("unfinished")
     kept = [e for e in entries if not e.get("superseded")]
     rows = [probe_row(answer_for(e["point"]), e["probe"]) for e in kept]
     settings = data.get("settings") or {}
     limits = {e["probe"].get("cgroup_limit") for e in kept} - {None}
+    times = [e["measured_at"] for e in kept if e.get("measured_at")]
     meta = {"scenario": data.get("scenario"), "command": data.get("command"),
             "git_commit": data.get("git_commit"), "date": data.get("date"),
             "machine": data.get("machine"),
             "disk": {"drive": settings.get("drive"), "library": settings.get("library"),
-                     "memory_limit": sorted(limits)[0] if len(limits) == 1 else sorted(limits)},
+                     "memory_limit": sorted(limits)[0] if len(limits) == 1 else sorted(limits),
+                     "kind": settings.get("disk"), "fs": settings.get("fs")},
+            # when and at which commits the kept probes ran (a resumed
+            # run spans sessions, and commits with --across-commits)
+            "measured": [min(times), max(times)] if times else None,
+            "commits": journal.commits(kept),
             "method": data.get("method", settings.get("method")),
             "search": settings.get("search"), "probes": len(kept),
             "boots": len({e["probe"].get("boot_id") for e in kept} - {None}),
             "reruns": sum(1 for e in kept if e["probe"].get("rerun")),
             "not_steady": sum(1 for e in kept
                               if (e["probe"].get("steady") or {}).get("steady") is False)}
-    return {"schema": SCHEMA, "version": VERSION, "metadata": meta, "answers": answers,
-            "probe_columns": PROBE_COLUMNS, "probe_rows": rows}
+    out = {"schema": SCHEMA, "version": VERSION, "metadata": meta, "answers": answers,
+           "probe_columns": PROBE_COLUMNS, "probe_rows": rows}
+    if comparison:
+        out["comparison"] = comparison
+    return out
 
 
 def probes_of(summary):

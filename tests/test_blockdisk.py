@@ -4,6 +4,7 @@ land on the platter where FIEMAP says the file lies; page cache stays in
 the reader's cgroup and out of the host's cache of the platter file;
 teardown, `libception cleanup` after SIGKILL, and two stacks at once."""
 import filecmp
+import http.client
 import json
 import os
 import re
@@ -350,6 +351,65 @@ def test_a_past_replayed_as_the_server_reads_leaves_the_kernels_read_ahead(env, 
     assert past.replay([(0, 0, S, path)], "daemon", window=W) == W
     assert cached_pages(path, 0, S // 2 + W) == (S // 2 + W) // 4096
     assert cached_pages(path, 0, 0) == (S // 2 + W) // 4096
+
+
+def resident_ranges(path, lo, hi):
+    """[(first, end)] byte ranges of path's cached pages within [lo, hi)."""
+    from fixtures_common import cached_pages
+    runs, start = [], None
+    for off in range(lo, hi + 4096, 4096):
+        cached = off < hi and cached_pages(path, off, 4096)
+        if cached and start is None:
+            start = off
+        elif not cached and start is not None:
+            runs.append((start, off))
+            start = None
+    return runs
+
+
+def test_a_past_replayed_for_apache_as_shipped_leaves_what_apache_leaves(env, stack, scratch,
+                                                                         harness_port):
+    """Apache as Debian ships it (EnableSendfile Off, EnableMMAP On) maps
+    each file and writes from the mapping: the kernel reads around the
+    first fault (before the segment too) and ahead of a run of faults,
+    otherwise than for sendfile.  The past replays such a server's
+    segments through a mapping (bench/past.py, server_send) and leaves
+    the pages the real Apache leaves, page for page."""
+    from libception import servers
+    from libception.bench import past
+    d = stack(env["big"])
+    d.read_ahead_kb = 1024
+    path = os.path.join(d.path, "hd/big.mp4")
+    S = MiB // 2
+    segments = [(0, 8 * S, S, path), (1, 9 * S, S, path)]
+    shipped = {"sendfile": False, "mmap": True}
+    assert past.server_send({"server": "apache", "tunables": shipped}) == "mmap"
+    assert past.server_send({"server": "apache"}) == "sendfile"   # servers.py's Apache
+    assert past.server_send({"server": "nginx", "tunables": shipped}) == "sendfile"
+
+    def left():
+        return resident_ranges(path, 6 * S, 12 * S + 8 * MiB)
+
+    d.drop_cache([path])
+    apache = servers.make_server("apache", scratch / "apache", d.path, harness_port, shipped)
+    apache.start()
+    try:
+        for _, off, n, _ in segments:
+            c = http.client.HTTPConnection("127.0.0.1", harness_port, timeout=60)
+            c.request("GET", "/hd/big.mp4", headers={"Range": f"bytes={off}-{off + n - 1}"})
+            r = c.getresponse()
+            assert (r.status, len(r.read())) == (206, n)
+            c.close()
+    finally:
+        apache.stop()
+    by_apache = left()
+    d.drop_cache([path])
+    past.replay(segments, "server", send="mmap")
+    assert left() == by_apache
+    assert by_apache[0][0] < 8 * S < 10 * S < by_apache[-1][1], by_apache
+    d.drop_cache([path])
+    past.replay(segments, "server", send="sendfile")
+    assert left() != by_apache, "sendfile leaves the same pages: the mapping is not needed"
 
 
 def test_a_session_entering_the_past_mid_window_gets_the_windows_rest(env, stack):

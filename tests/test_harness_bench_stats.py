@@ -244,6 +244,8 @@ def test_configure_maps_points_onto_the_rig_configuration():
                                                     "read_ahead_kb": 512, "scheduler": "bfq"})
     assert cfg["mode"] == "vanilla" and cfg["read_ahead_kb"] == 512 and cfg["scheduler"] == "bfq"
     assert "read_ahead_kb" not in cfg["tunables"]
+    # Apache starts as Debian ships it: maps files, no sendfile
+    assert cfg["tunables"]["sendfile"] is False and cfg["tunables"]["mmap"] is True
 
 
 # --- the grid against the real servers ---------------------------------------

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from .. import sizes, vidload
+from .. import servers, sizes, vidload
 
 # receptiond's window when the configuration names none (LC_DEFAULT_PREFETCH)
 DEFAULT_WINDOW = "2M"
@@ -47,6 +47,11 @@ DEFAULT_WINDOW = "2M"
 # (prefetch.c map_piece: WILLNEED hints, then a touch of each page
 # through a MADV_RANDOM mapping, which neither reads around nor marks a
 # page accessed), and then the segment is sent as the server sends it.
+# A server that maps files instead (Apache as Debian ships it:
+# EnableSendfile Off, EnableMMAP On) faults each segment in through a
+# mapping and writes from it; the reader sends so too ("mmap"), since the
+# kernel reads around a fault and ahead of a run of faults otherwise
+# than for sendfile, and a mapped page is marked accessed otherwise.
 # The campaign note (docs/notes/2026-11-27-measurement-campaign.md,
 # sessions 31 and 32) has why each of these matters:
 # - windows when each session missed, in time order: a model that walked
@@ -64,7 +69,8 @@ DEFAULT_WINDOW = "2M"
 # It prints the bytes its windows read.
 _READER = r"""
 import mmap, os, sys
-procs, how, window, harness = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+procs, how, window, harness, send = (sys.argv[1], sys.argv[2], int(sys.argv[3]),
+                                     sys.argv[4], sys.argv[5])
 sys.path.insert(0, harness)
 from libception.pagecache import cachestat_fd
 out = os.open(os.devnull, os.O_WRONLY)
@@ -125,7 +131,12 @@ for line in sys.stdin:
                 wend = min(os.fstat(fd).st_size, max(wend, end))
                 windows += wend - miss
                 load(fd, miss, wend)
-        while off < end:
+        if send == "mmap":
+            base = off // PAGE * PAGE
+            with mmap.mmap(fd, end - base, mmap.MAP_SHARED, mmap.PROT_READ, offset=base) as m:
+                for i in range(off - base, end - base, PAGE):
+                    m[i]
+        while send == "sendfile" and off < end:
             k = os.sendfile(out, fd, off, end - off)
             if k <= 0:
                 break
@@ -176,6 +187,17 @@ def daemon_window(cfg):
     return None
 
 
+def server_send(cfg):
+    """How the configuration's server sends a segment: "mmap" for Apache
+    mapping files (EnableSendfile Off, EnableMMAP On: Debian's), else
+    "sendfile" (nginx, lighttpd, Caddy, Apache with sendfile; a server
+    that read()s goes through the same read-ahead as sendfile)."""
+    if cfg.get("server") != "apache":
+        return "sendfile"
+    t = {**servers.Apache.defaults, **(cfg.get("tunables") or {})}
+    return "mmap" if t["mmap"] and not t["sendfile"] else "sendfile"
+
+
 def loads(cfg, docroot, rate, seed):
     """(library, root, rate, seed) per vidload of a probe, as run_load
     splits them (bench/probe.py)."""
@@ -185,12 +207,14 @@ def loads(cfg, docroot, rate, seed):
              round(rate * ld["share"], 4), seed + 1000 * i) for i, ld in enumerate(cfg["loads"])]
 
 
-def replay(reads, how, procs="", window=0):
+def replay(reads, how, procs="", window=0, send="sendfile"):
     """Read [(t, offset, bytes, path)] in order, as `how` says (_READER:
-    "server", or "daemon" with its `window`), in a process that joins the
-    memory group whose `procs` file is named; the bytes its windows read."""
+    "server", or "daemon" with its `window`), each segment sent as `send`
+    says ("sendfile" or "mmap"), in a process that joins the memory group
+    whose `procs` file is named; the bytes its windows read."""
     harness = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    proc = subprocess.run([sys.executable, "-c", _READER, procs, how, str(window), harness],
+    proc = subprocess.run([sys.executable, "-c", _READER, procs, how, str(window), harness,
+                           send],
                           input="".join(f"{off} {n} {path}\n" for _, off, n, path in reads),
                           text=True, capture_output=True)
     if proc.returncode:
@@ -221,15 +245,15 @@ def fill(h, cfg, settings, rate, seed):
     # them; what they read ahead (the kernel's tails, the daemon's windows)
     # is not in the budget: reclaim takes the oldest, as it did
     chosen, total = newest(reads, budget)
-    how = "daemon" if window else "server"
+    how, send = "daemon" if window else "server", server_send(cfg)
     t0 = time.monotonic()
     with contextlib.ExitStack() as untimed:
         for m in h.mounts:
             untimed.enter_context(m.untimed())
         ahead = replay(chosen, how, h.group.procs_file() if h.group is not None else "",
-                       window or 0)
+                       window or 0, send)
     return {"past_s": past_s, "segments": len(reads), "past_bytes": sum(r[2] for r in reads),
-            "ahead_bytes": ahead, "read_as": how,
+            "ahead_bytes": ahead, "read_as": how, "sent_by": send,
             "filled_segments": len(chosen), "filled_bytes": total,
             "fill_s": round(time.monotonic() - t0, 1), "fill_untimed": bool(h.mounts),
             "oldest_filled_s": chosen[0][0] if chosen else None}, past_s

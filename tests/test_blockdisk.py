@@ -367,32 +367,44 @@ def resident_ranges(path, lo, hi):
     return runs
 
 
-def test_a_past_replayed_for_apache_as_shipped_leaves_what_apache_leaves(env, stack, scratch,
-                                                                         harness_port):
-    """Apache as Debian ships it (EnableSendfile Off, EnableMMAP On) maps
-    each file and writes from the mapping: the kernel reads around the
-    first fault (before the segment too) and ahead of a run of faults,
-    otherwise than for sendfile.  The past replays such a server's
-    segments through a mapping (bench/past.py, server_send) and leaves
-    the pages the real Apache leaves, page for page."""
+# Each server's ways of sending a file that the benchmark runs, and the
+# seconds between the two requests (lighttpd closes a file unread for 2 s)
+SENDERS = [("nginx", {}, 0), ("nginx", {"sendfile_max_chunk": 131072}, 0),
+           ("nginx", {"aio": "threads"}, 0), ("nginx", {"sendfile": False}, 0),
+           ("apache", {"sendfile": True}, 0), ("apache", {"sendfile": False, "mmap": True}, 0),
+           ("apache", {"sendfile": False, "mmap": False}, 0),
+           ("lighttpd", {"network_backend": "sendfile"}, 0),
+           ("lighttpd", {"network_backend": "sendfile"}, 3.5),
+           ("lighttpd", {"network_backend": "writev"}, 0),
+           ("lighttpd", {"network_backend": "write"}, 0), ("caddy", {}, 0)]
+
+
+@pytest.mark.parametrize("server, tunables, gap_s", SENDERS,
+                         ids=[f"{s}-{'-'.join(f'{k}={v}' for k, v in t.items()) or 'default'}"
+                              + (f"-{g}s-apart" if g else "") for s, t, g in SENDERS])
+def test_a_past_replayed_as_the_server_sends_leaves_the_pages_the_server_leaves(
+        env, stack, scratch, harness_port, server, tunables, gap_s):
+    """The kernel reads ahead of a segment according to how the server
+    sends it: sendfile whole or in pieces, read() in pieces, through a
+    mapping (Apache as Debian ships it: read around the first fault,
+    before the segment too), from a descriptor opened per request or one
+    kept open (lighttpd: its read-ahead state carries over).  The past
+    replays two segments as server_plan says and leaves the pages the
+    real server leaves serving them, page for page."""
     from libception import servers
     from libception.bench import past
     d = stack(env["big"])
     d.read_ahead_kb = 1024
     path = os.path.join(d.path, "hd/big.mp4")
     S = MiB // 2
-    segments = [(0, 8 * S, S, path), (1, 9 * S, S, path)]
-    shipped = {"sendfile": False, "mmap": True}
-    assert past.server_send({"server": "apache", "tunables": shipped}) == "mmap"
-    assert past.server_send({"server": "apache"}) == "sendfile"   # servers.py's Apache
-    assert past.server_send({"server": "nginx", "tunables": shipped}) == "sendfile"
+    segments = [(0, 8 * S, S, path), (gap_s, 9 * S, S, path)]
 
     def left():
         return resident_ranges(path, 6 * S, 12 * S + 8 * MiB)
 
     d.drop_cache([path])
-    apache = servers.make_server("apache", scratch / "apache", d.path, harness_port, shipped)
-    apache.start()
+    s = servers.make_server(server, scratch / "server", d.path, harness_port, tunables)
+    s.start()
     try:
         for _, off, n, _ in segments:
             c = http.client.HTTPConnection("127.0.0.1", harness_port, timeout=60)
@@ -400,16 +412,15 @@ def test_a_past_replayed_for_apache_as_shipped_leaves_what_apache_leaves(env, st
             r = c.getresponse()
             assert (r.status, len(r.read())) == (206, n)
             c.close()
+            time.sleep(gap_s if off == 8 * S else 0)
     finally:
-        apache.stop()
-    by_apache = left()
+        s.stop()
+    by_server = left()
+    assert by_server[0][0] <= 8 * S < 10 * S < by_server[-1][1], by_server
     d.drop_cache([path])
-    past.replay(segments, "server", send="mmap")
-    assert left() == by_apache
-    assert by_apache[0][0] < 8 * S < 10 * S < by_apache[-1][1], by_apache
-    d.drop_cache([path])
-    past.replay(segments, "server", send="sendfile")
-    assert left() != by_apache, "sendfile leaves the same pages: the mapping is not needed"
+    plan = past.server_plan({"server": server, "tunables": tunables})
+    past.replay(segments, "server", plan=plan)
+    assert left() == by_server, plan
 
 
 def test_a_session_entering_the_past_mid_window_gets_the_windows_rest(env, stack):

@@ -90,6 +90,19 @@ def test_full_probes_start_from_a_past_and_the_demo_stays_bounded():
     assert rates * common.probe_seconds(d["search"]) <= 30 * 60
 
 
+def test_a_comparison_counts_each_probe_once():
+    """The estimate and the progress count rates x seeds; a comparison's
+    steps counted its seeds as well, and the estimate multiplied them
+    again (nginx's five-kind compare: "360 rates x 3 seeds", 1,080
+    probes, for 360)."""
+    from libception import cmd_bench
+    from libception.bench import compare
+    s = compare.settings(False)
+    assert compare.steps(s) == s["rounds"] * len(s["kinds"]) * compare.PROBES
+    assert cmd_bench.seeds_of(compare.settings(True)) == [1, 2]   # its own, not its search's 1
+    assert cmd_bench.seeds_of(demo.settings(False)) == [1]
+
+
 def test_disk_time_splits_busy_time_and_sizes():
     before = {"bytes": 0, "reads": 10, "busy_s": 1.0, "position_s": 0.6, "transfer_s": 0.3,
               "overhead_s": 0.1, "media_s": 0.3, "commands": 9, "commands_4k": 2,

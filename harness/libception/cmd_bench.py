@@ -63,6 +63,14 @@ def add_arguments(p):
                         "the JSON")
 
 
+def seeds_of(settings):
+    """The seeds each rate is judged on: the scenario's own `seeds` (a
+    comparison's), else its search's."""
+    search = settings.get("search") or {}
+    first = search.get("seed", 1)
+    return list(range(first, first + (settings.get("seeds") or search.get("seeds", 1))))
+
+
 def _default_out(scenario):
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M")
     return os.path.join("results", f"{scenario}-{stamp}")
@@ -157,7 +165,8 @@ def main(args):
             print(f"{PROG}: --{name}: expected a number >= {low}, for a video scenario",
                   file=sys.stderr)
             return 2
-        settings["search"][key] = opt
+        # a scenario's own setting (compare's seeds) over its search's
+        (settings if key in settings else settings["search"])[key] = opt
     if args.past is not None:
         try:
             settings["search"]["past_s"] = past.parse(args.past)
@@ -185,8 +194,7 @@ def main(args):
     os.makedirs(out, exist_ok=True)
     json_path = os.path.join(out, f"{args.scenario}.json")
     search = settings.get("search") or {}
-    first = search.get("seed", 1)
-    seeds = list(range(first, first + (settings.get("seeds") or search.get("seeds", 1))))
+    seeds = seeds_of(settings)
     try:
         crossing = _same_commit(json_path, args.scenario, args.across_commits) \
             if args.resume else None
@@ -204,7 +212,7 @@ def main(args):
     res.data.setdefault("method", settings["method"])
     res.save()
     steps = mod.steps(settings)
-    prog = progress.Progress(steps * search.get("seeds", 1), prog=PROG)
+    prog = progress.Progress(steps * len(seeds), prog=PROG)
 
     def log(msg):
         prog.line(msg)
@@ -215,9 +223,9 @@ def main(args):
     from .bench.rig import Rig
     prog.line(f"{args.scenario}: results into {out}")
     if search:
-        per, seeds = common.probe_seconds(search), search.get("seeds", 1)
-        prog.line(f"{args.scenario}: estimated time at most {_hours(steps * seeds * per)} "
-                  f"({steps} rates x {seeds} seeds x ~{per:.0f} s, method "
+        per = common.probe_seconds(search)
+        prog.line(f"{args.scenario}: estimated time at most {_hours(steps * len(seeds) * per)} "
+                  f"({steps} rates x {len(seeds)} seeds x ~{per:.0f} s, method "
                   f"{settings['method']}; probes rerun for other load come on top)")
     dur = settings.get("search", {}).get("duration")
     if dur is not None and dur <= 10:

@@ -504,6 +504,14 @@ def test_a_search_from_a_measured_answer_steps_by_its_growth_not_by_doubling():
     assert search.next_rate(10, None, 10, 1, 160, 0.1, growth=1.1) == 11
     assert search.next_rate(None, 10, 10, 1, 160, 0.1, growth=1.25) == 8
     assert search.next_rate(10, 11, 10, 1, 160, 0.1, growth=1.1) is None  # within resolution
+    # a step of 1.1 rounded to 3 decimals is within it too, whichever way
+    # it rounds (nginx's compare bisected 6.117-6.729, 10.005%, once more)
+    for start in (6.117, 3.192, 9.75, 1.013, 27.777):
+        up = search.next_rate(start, None, start, 1, 160, 0.1, growth=1.1)
+        assert search.next_rate(start, up, start, 1, 160, 0.1, growth=1.1) is None, (start, up)
+        down = search.next_rate(None, start, start, 0.1, 160, 0.1, growth=1.1)
+        assert search.next_rate(down, start, start, 0.1, 160, 0.1, growth=1.1) is None, down
+    assert search.next_rate(10, 11.05, 10, 1, 160, 0.1) == 10.525   # 10.5%: bisected
 
 
 class SearchRig:

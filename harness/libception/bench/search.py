@@ -57,6 +57,9 @@ def _probe_line(rig, tag, rec):
         + f": {'pass' if rec['pass'] else 'FAIL'}")
 
 
+ROUNDING = 1e-3   # a rate's rounding, relative to the lowest rates searched (~1/s)
+
+
 def next_rate(lo, hi, start, floor, cap, rel, growth=2.0):
     """The bracketing: the next rate to probe given the highest passed
     (lo) and lowest failed (hi) so far, or None when the search is done.
@@ -70,7 +73,11 @@ def next_rate(lo, hi, start, floor, cap, rel, growth=2.0):
         return None if lo >= cap else round(min(lo * growth, cap), 3)
     if lo is None:
         return None if hi / growth < floor else round(hi / growth, 3)
-    return None if (hi - lo) / lo <= rel else round((lo + hi) / 2, 3)
+    # rates are rounded to 3 decimals: a step of 1 + rel from 6.117 is
+    # 6.729, 10.005% up, and without the slack that one step was bisected
+    # again while another start's was not, a finer answer for some
+    # configurations than for others
+    return None if (hi - lo) / lo <= rel + ROUNDING else round((lo + hi) / 2, 3)
 
 
 def judge_rate(rig, h, cfg, settings, tag, rate, point=None):

@@ -382,15 +382,20 @@ SENDERS = [("nginx", {}, 0), ("nginx", {"sendfile_max_chunk": 131072}, 0),
 @pytest.mark.parametrize("server, tunables, gap_s", SENDERS,
                          ids=[f"{s}-{'-'.join(f'{k}={v}' for k, v in t.items()) or 'default'}"
                               + (f"-{g}s-apart" if g else "") for s, t, g in SENDERS])
-def test_a_past_replayed_as_the_server_sends_leaves_the_pages_the_server_leaves(
+def test_a_past_replayed_as_the_server_sends_reads_around_as_the_server_does(
         env, stack, scratch, harness_port, server, tunables, gap_s):
     """The kernel reads ahead of a segment according to how the server
     sends it: sendfile whole or in pieces, read() in pieces, through a
     mapping (Apache as Debian ships it: read around the first fault,
     before the segment too), from a descriptor opened per request or one
     kept open (lighttpd: its read-ahead state carries over).  The past
-    replays two segments as server_plan says and leaves the pages the
-    real server leaves serving them, page for page."""
+    replays two segments as server_plan says: both resident, and the
+    pages before them as the real server leaves them (a mapping's
+    read-around).  The tail beyond is not compared: a server's varies
+    from run to run with how fast the socket drains (nginx at
+    read_ahead_kb 1024: 0.75 MiB beyond the segments in a CI run, 64 KiB
+    with aio threads, 1.75 in local runs), where the replay reads at
+    once."""
     from libception import servers
     from libception.bench import past
     d = stack(env["big"])
@@ -420,7 +425,9 @@ def test_a_past_replayed_as_the_server_sends_leaves_the_pages_the_server_leaves(
     d.drop_cache([path])
     plan = past.server_plan({"server": server, "tunables": tunables})
     past.replay(segments, "server", plan=plan)
-    assert left() == by_server, plan
+    replayed = left()
+    assert replayed[0][0] == by_server[0][0], (plan, replayed, by_server)
+    assert replayed[0][0] <= 8 * S < 10 * S <= replayed[0][1], (plan, replayed)
 
 
 def test_a_session_entering_the_past_mid_window_gets_the_windows_rest(env, stack):

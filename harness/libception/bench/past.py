@@ -73,8 +73,8 @@ def daemon_window(cfg):
 
 
 # How each server sends a segment (past_reader.py, PLAN), from strace
-# of the real servers serving byte ranges (2026-11-29) and checked page
-# for page against them (tests/test_blockdisk.py): nginx and Apache with
+# of the real servers serving byte ranges (2026-11-29) and checked
+# against them (tests/test_blockdisk.py, docs/benchmark.md): nginx and Apache with
 # EnableSendfile open the file per request and sendfile the range whole
 # (nginx's sendfile_max_chunk cuts it; without sendfile nginx reads 32
 # KiB at a time, its output buffers); Apache without it maps the file

@@ -10,16 +10,10 @@ configuration's answer; any other run gives its answers.
 """
 import math
 
+from .bench.compare import figure
+
 NAMES = {"transfer_share": "disk transferring", "busy_share": "disk busy",
          "queue_wait_p99_ms": "queue wait p99 (ms)"}
-
-
-def _num(x):
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    if abs(x) >= 100:
-        return f"{x:.0f}"
-    return f"{x:.3g}"
 
 
 def _ratio(x):
@@ -30,7 +24,7 @@ def _interval(iv):
     """mean (low-high), or "-" for a figure nobody recorded."""
     if not iv or iv.get("mean") is None or math.isnan(iv["mean"]):
         return "-"
-    return f"{_num(iv['mean'])} ({_num(iv['low'])}-{_num(iv['high'])})"
+    return f"{figure(iv['mean'])} ({figure(iv['low'])}-{figure(iv['high'])})"
 
 
 def _row(cells):
@@ -86,7 +80,7 @@ def comparison(summary):
         if r.get("kept_despite"):
             note = f"disturbed ({r['kept_despite']}), counted: no re-run left"
         rows.append([r["round"], " ".join(r["order"])]
-                    + [_num(r["answers"].get(lab))
+                    + [figure(r["answers"].get(lab))
                        + (" (capped)" if lab in (r.get("capped") or []) else "")
                        for lab in labels] + [note or "-"])
     lines += _table(["round", "order"] + labels + ["note"], rows)
@@ -123,9 +117,9 @@ def answers(summary):
     for a in summary["answers"]:
         at = a.get("at_answer") or {}
         rows.append([a.get("config") or "-",
-                     "unfinished" if a.get("unfinished") else _num(a.get("answer")),
-                     _num(a.get("failed_above")), _num(at.get("transfer_share")),
-                     _num(at.get("busy_share")), _num(at.get("queue_wait_p99_ms"))])
+                     "unfinished" if a.get("unfinished") else figure(a.get("answer")),
+                     figure(a.get("failed_above")), figure(at.get("transfer_share")),
+                     figure(at.get("busy_share")), figure(at.get("queue_wait_p99_ms"))])
     return _table(["configuration", "answer (sessions/s)", "first failing rate",
                    NAMES["transfer_share"], NAMES["busy_share"], NAMES["queue_wait_p99_ms"]],
                   rows)

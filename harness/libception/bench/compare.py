@@ -249,17 +249,18 @@ def report(summary, s):
     for lab, figs in summary.get("at_answer", {}).items():
         if figs:
             lines.append(f"at the answer, {lab}: " + ", ".join(
-                f"{name} {_figure(iv['mean'])} ({_figure(iv['low'])}-{_figure(iv['high'])})"
+                f"{name} {figure(iv['mean'])} ({figure(iv['low'])}-{figure(iv['high'])})"
                 for name, iv in figs.items()))
     for t in summary.get("answer_targets", []):
         bound = f">= {t['at_least']:g}" if "at_least" in t else f"< {t['below']:g}"
-        lines.append(f"{t['config']} {t['metric']}: {_figure(t['mean'])} (95% interval "
-                     f"{_figure(t['low'])}-{_figure(t['high'])}): target {bound} "
+        lines.append(f"{t['config']} {t['metric']}: {figure(t['mean'])} (95% interval "
+                     f"{figure(t['low'])}-{figure(t['high'])}): target {bound} "
                      + ("met" if t["met"] else "NOT met"))
     return lines
 
 
-def _figure(x):
+def figure(x):
+    """A figure at an answer, three significant digits ("-": none)."""
     if x is None or math.isnan(x):
         return "-"
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"

@@ -67,6 +67,19 @@ uncache() {
 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$1"
 }
 
+# An nginx worker's pid, once the restarted master has forked one:
+# systemd's restart returns when the master wrote its pid file, which
+# it does before it forks its workers.
+nginx_worker() {
+	local w
+	for _ in $(seq 100); do
+		w=$(pgrep -u www-data nginx | head -1 || true)
+		[ -n "$w" ] && { echo "$w"; return; }
+		sleep 0.1
+	done
+	return 1
+}
+
 # This machine keeps packages from starting services (policy-rc.d, for
 # its tests); a Debian 12 as installed has none.
 rm -f /usr/sbin/policy-rc.d
@@ -83,7 +96,7 @@ step "package installed; receptiond.socket listening ($mode)"
 # README: nginx under libception
 libception enable nginx.service --user www-data >/dev/null
 systemctl restart nginx
-worker=$(pgrep -u www-data nginx | head -1)
+worker=$(nginx_worker) || fail "no nginx worker 10 s after its restart"
 grep -q /usr/lib/libception.so "/proc/$worker/maps" || fail "libception.so not in nginx's worker"
 step "nginx restarted with libception.so in its workers (pid $worker)"
 
@@ -155,7 +168,7 @@ step "a user outside the group libception is refused by the socket's mode"
 libception disable nginx.service --user www-data >/dev/null
 systemctl restart nginx
 apt-get purge -y -qq libception >/dev/null 2>&1 || fail "apt-get purge"
-worker=$(pgrep -u www-data nginx | head -1)
+worker=$(nginx_worker) || fail "no nginx worker 10 s after its restart"
 ! grep -q libception "/proc/$worker/maps" || fail "nginx still loads libception.so"
 got=$(curl -sf http://127.0.0.1/lc/cold.bin | sha256sum | cut -d' ' -f1)
 [ "$got" = "$want" ] || fail "nginx without libception gave other bytes"

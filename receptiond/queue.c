@@ -152,6 +152,35 @@ struct rd_req *rd_queue_pop(struct rd_queue *q, uint64_t now, struct rd_pick *pi
 	return r;
 }
 
+static int abandoned(const struct rd_req *r, int (*gone)(const struct rd_waiter *))
+{
+	if (!r->waiters || r->place == RD_PLACE_ASKING)
+		return 0;
+	for (const struct rd_waiter *w = r->waiters; w; w = w->next)
+		if (!gone(w))
+			return 0;
+	return 1;
+}
+
+struct rd_req *rd_queue_take_abandoned(struct rd_queue *q, int (*gone)(const struct rd_waiter *))
+{
+	struct rd_req *taken = NULL, *last = NULL;
+	for (struct rd_req **pp = &q->head; *pp;) {
+		struct rd_req *r = *pp;
+		if (abandoned(r, gone)) {
+			*pp = r->next;
+			q->len--;
+			r->next = taken;
+			taken = r;
+		} else {
+			last = r;
+			pp = &r->next;
+		}
+	}
+	q->tail = last;
+	return taken;
+}
+
 struct rd_req *rd_queue_unplaced(struct rd_queue *q)
 {
 	for (struct rd_req *r = q->head; r; r = r->next)

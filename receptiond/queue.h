@@ -20,6 +20,10 @@
  * catches up with (its miss joins it) waits like any demand read from
  * then on.  Then users in turn, the age bound, and the disk position.
  *
+ * A request whose waiters have all gone (each program gave up on the
+ * daemon and closed its connection, or exited) is taken off the queue
+ * unread: its window would be read for nobody (rd_queue_take_abandoned).
+ *
  * The queue does no locking: the device's lock guards it.
  */
 #ifndef RD_QUEUE_H
@@ -90,6 +94,10 @@ void rd_queue_push(struct rd_queue *q, struct rd_req *r);
 /* Take the request order.h picks at time now and mark it in flight (the
  * pick in *pick); NULL if nothing can be taken. */
 struct rd_req *rd_queue_pop(struct rd_queue *q, uint64_t now, struct rd_pick *pick);
+/* Take off the queue every request whose waiters have all gone (gone(w)
+ * says so for each); returns them chained through next, or NULL.  One
+ * being placed stays: a worker uses its fd. */
+struct rd_req *rd_queue_take_abandoned(struct rd_queue *q, int (*gone)(const struct rd_waiter *));
 /* A queued request whose position has not been asked, or NULL. */
 struct rd_req *rd_queue_unplaced(struct rd_queue *q);
 /* 1 if a request some program waits for, of a user other than uid, is queued. */

@@ -347,7 +347,7 @@ static void conn_close(struct rd_conn *c)
 	shutdown(c->fd, SHUT_RDWR);
 	rd_stats.conns_now--;
 	rd_quota_give(c->uid, RD_Q_CONNS, 1);
-	c->closed = 1;
+	__atomic_store_n(&c->closed, 1, __ATOMIC_RELAXED);
 	rd_conn_put(c);
 }
 

@@ -11,7 +11,8 @@ struct rd_conn {
 	int refs;               /* atomic: the server's plus one per waiter */
 	unsigned pending;       /* atomic: this connection's queued misses */
 	unsigned malformed;     /* main thread only */
-	int closed;             /* main thread only: conn_close()d */
+	int closed;             /* conn_close()d: set by the main thread, read
+	                         * atomically by workers (their waiters are gone) */
 	pid_t pid;
 	uid_t uid;              /* who connected: limits are charged to it */
 	/* main thread only: a reply the socket had no room for, sent as

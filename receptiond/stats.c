@@ -152,6 +152,7 @@ static void device_json(struct rd_json *j, struct rd_device *d, uint64_t now)
 	rd_json_u64(j, "direct_answers", s->direct);
 	rd_json_u64(j, "lookahead", s->lookahead);
 	rd_json_u64(j, "lookahead_dropped", s->lookahead_dropped);
+	rd_json_u64(j, "abandoned", s->abandoned);
 	rd_json_u64(j, "errors", s->errors);
 	rd_json_u64(j, "reads", s->reads);
 	rd_json_u64(j, "bytes_asked", s->bytes_asked);

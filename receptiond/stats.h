@@ -42,6 +42,7 @@ struct rd_dev_stats {
 	uint64_t direct;        /* answered LC_ST_DIRECT (policy.direct) */
 	uint64_t lookahead;     /* of the requests, look-aheads (LC_F_LOOKAHEAD) */
 	uint64_t lookahead_dropped; /* look-aheads refused to keep room for misses */
+	uint64_t abandoned;     /* queued requests dropped unread: every waiter had gone */
 	uint64_t errors;        /* reads that failed */
 	uint64_t bytes_asked;   /* sum of the asked lengths */
 	uint64_t bytes_read;    /* bytes the daemon read from the device */

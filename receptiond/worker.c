@@ -202,16 +202,18 @@ refuse:
 	rd_close_later(fd, c->uid);
 }
 
-void rd_device_complete(struct rd_device *d, struct rd_req *r, const struct rd_completion *c)
+/* Answer r's waiters from c (none if c is NULL), give back what they
+ * held and free r. */
+static void release(struct rd_req *r, const struct rd_completion *c)
 {
-	observe(d, c);
-	uint64_t end = c->window_offset + c->window_length;
 	for (struct rd_waiter *w = r->waiters, *next; w; w = next) {
 		next = w->next;
-		/* A window that skipped a cached start vouches for it too. */
-		uint64_t lo = w->offset < c->window_offset ? w->offset : c->window_offset;
-		if (!w->silent)
-			reply(w->conn, w->id, c->status, 0, lo, end, c->bytes_read);
+		if (c && !w->silent) {
+			/* A window that skipped a cached start vouches for it too. */
+			uint64_t lo = w->offset < c->window_offset ? w->offset : c->window_offset;
+			reply(w->conn, w->id, c->status, 0, lo, c->window_offset + c->window_length,
+			      c->bytes_read);
+		}
 		__atomic_sub_fetch(&w->conn->pending, 1, __ATOMIC_RELAXED);
 		rd_quota_give(w->conn->uid, RD_Q_MISSES, 1);
 		rd_quota_give(w->conn->uid, RD_Q_BYTES, w->charged);
@@ -220,6 +222,31 @@ void rd_device_complete(struct rd_device *d, struct rd_req *r, const struct rd_c
 	}
 	rd_close_later(r->fd, r->uid);
 	free(r);
+}
+
+void rd_device_complete(struct rd_device *d, struct rd_req *r, const struct rd_completion *c)
+{
+	observe(d, c);
+	release(r, c);
+}
+
+static int waiter_gone(const struct rd_waiter *w)
+{
+	return __atomic_load_n(&w->conn->closed, __ATOMIC_RELAXED);
+}
+
+/* Drop the queued requests nobody waits for any more: the library closes
+ * its connection when its wait times out, so under overload these are the
+ * misses whose programs already read for themselves.  Read anyway, they
+ * would keep the disk on windows for nobody, minutes late, ahead of misses
+ * a program still waits for.  Lock held. */
+static void drop_abandoned(struct rd_device *d)
+{
+	for (struct rd_req *r = rd_queue_take_abandoned(&d->q, waiter_gone), *next; r; r = next) {
+		next = r->next;
+		d->st.abandoned++;
+		release(r, NULL);
+	}
 }
 
 static void deadline_in(struct timespec *ts, uint64_t ns_from_now)
@@ -398,6 +425,7 @@ void *rd_worker_main(void *arg)
 			d->policy.ops->tick(&d->policy, now);
 			next_tick = now + (uint64_t)d->policy.tick_ms * 1000000u;
 		}
+		drop_abandoned(d);
 		place_queued(d);
 		struct rd_pick pick;
 		struct rd_req *r = d->stop ? NULL : rd_queue_pop(&d->q, rd_now_ns(), &pick);

@@ -11,6 +11,7 @@ QUEUE ORDER).
   keeps the sent order.
 - Users in turn: a flood of 64 MiB windows from one user is cut after a
   share when another user's miss arrives, which goes next.
+- Abandoned: queued misses of a client that hung up are dropped unread.
 """
 import contextlib
 import os
@@ -242,12 +243,13 @@ def test_fuse_places_nothing(hddsim_mount, small_library, make_daemon):
         lcd.send_msg(s, ahead, [f.fileno()])
         assert lcd.ensure(s, f.fileno(), 0, WINDOW, req_id=2,
                           flags=lcd.F_NO_PREFETCH)["status_name"] == "ok"
-    deadline = time.monotonic() + 30
-    while True:
-        dev = next(x for x in d.stats()["devices"] if x["name"].startswith("fuse"))
-        if dev["reads"] == 2 or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+        # connected until the look-ahead is read: a hang-up would drop it
+        deadline = time.monotonic() + 30
+        while True:
+            dev = next(x for x in d.stats()["devices"] if x["name"].startswith("fuse"))
+            if dev["reads"] == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
     o = dev["order"]
     assert o["placed_reads"] == 0 and o["head"] == -1 and o["picks"]["fifo"] == 2
     assert o["wait_demand_us"]["count"] == 1 and o["wait_lookahead_us"]["count"] == 1
@@ -313,6 +315,50 @@ def test_users_take_turns(tmp_path, hddsim_mount, make_daemon):
     # in flight when it asked (the flood's first window was cut)
     assert flood_before < 64 * MiB, (flood_before, st)
     assert st["order"]["cuts"] >= 1 and st["order"]["user_turns"] >= 1
+
+
+def test_requests_nobody_waits_for_are_dropped(tmp_path, hddsim_mount, make_daemon):
+    """A client queues four 64 MiB misses and hangs up, as the library does
+    when its wait times out: the window being read runs to its end, the
+    queued ones are dropped unread (`abandoned`), and hddsim's trace shows
+    the disk read only the windows counted as read."""
+    src = tmp_path / "files"
+    src.mkdir()
+    with open(src / "big", "wb") as f:
+        f.truncate(256 * MiB)
+    trace = tmp_path / "trace"
+    m = hddsim_mount(src, name="hd", trace=trace, readahead=0, meta_group=0)
+    d = make_daemon()
+    path = os.path.join(m.path, "big")
+    with lcd.connect(d.path) as s, open(path, "rb") as f:
+        for i in range(4):
+            lcd.send_msg(s, lcd.pack_ensure(i * 64 * MiB, 64 * MiB, i + 1,
+                                            flags=lcd.F_NO_PREFETCH), [f.fileno()])
+    deadline = time.monotonic() + 60
+    while True:
+        dev = next(x for x in d.stats()["devices"] if x["name"].startswith("fuse"))
+        if dev["reads"] + dev["abandoned"] == 4 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    # the first may be in flight before the hang-up is seen, not the rest
+    assert dev["abandoned"] >= 2 and dev["reads"] + dev["abandoned"] == 4, dev
+    # what they held is given back: the next client is served as before
+    with lcd.connect(d.path) as s, open(path, "rb") as f:
+        r = lcd.ensure(s, f.fileno(), 255 * MiB, WINDOW, req_id=5, flags=lcd.F_NO_PREFETCH)
+    assert r["status_name"] == "ok", r
+    prom = subprocess.run([os.path.join(BIN, "libception"), "stats", "--socket", d.path,
+                           "--prometheus"], capture_output=True, text=True, timeout=30).stdout
+    name = dev["name"]
+    assert f'libception_device_abandoned_total{{device="{name}"}} {dev["abandoned"]}' in prom
+    # the order table's "gone" column: device, order, picks, turns, cuts, misses, gone
+    table = subprocess.run([os.path.join(BIN, "libception"), "stats", "--socket", d.path],
+                           capture_output=True, text=True, timeout=30).stdout
+    row = next(line for line in table.splitlines() if line.startswith(f"{name} ")
+               and " position " in line)
+    assert row.split()[6] == str(dev["abandoned"]), (row, table)
+    m.unmount()
+    read = sum(n for _, _, n in trace_rows(trace))
+    assert read <= dev["reads"] * 64 * MiB + WINDOW, (read, dev)
 
 
 @pytest.mark.parametrize("args, says", [

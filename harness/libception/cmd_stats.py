@@ -85,7 +85,7 @@ def render_order(devices):
     if not rows:
         return []
     out = ["", f"{'device':<14} {'order':<8} {'picks deadline/sweep/fifo':>25} {'turns':>6} "
-               f"{'cuts':>5} {'misses':>6} {'demand wait p50/p90/p99/max':>29} "
+               f"{'cuts':>5} {'misses':>6} {'gone':>6} {'demand wait p50/p90/p99/max':>29} "
                f"{'look-ahead p50/p99/max':>22} {'travel/read':>11}"]
     for d in rows:
         o = d["order"]
@@ -95,6 +95,7 @@ def render_order(devices):
         out.append(f"{d['name']:<14} {o['mode']:<8} "
                    f"{'/'.join(str(p[k]) for k in ('deadline', 'sweep', 'fifo')):>25} "
                    f"{o['user_turns']:>6} {o['cuts']:>5} {o['deadline_misses']:>6} "
+                   f"{d.get('abandoned', 0):>6} "
                    f"{'/'.join(fmt_us(wd[k]) for k in ('p50', 'p90', 'p99', 'max')):>29} "
                    f"{'/'.join(fmt_us(wl[k]) for k in ('p50', 'p99', 'max')):>22} {travel:>11}")
     return out

@@ -1,8 +1,8 @@
 /* test_order.c - unit tests of the queue order (order.c), the queue's
  * joins and pick (queue.c) and the extent lookup (placement.c): sweep
  * order, demand before look-ahead, users in turn, the age bound under a
- * flood of near requests, FIFO where places are unknown, and merging of
- * adjacent windows of one file. */
+ * flood of near requests, FIFO where places are unknown, merging of
+ * adjacent windows of one file, and dropping requests nobody waits for. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +282,54 @@ static void test_queue_merge(void)
 	free(b);
 }
 
+/* In these tests a waiter whose id is odd has gone. */
+static int odd_gone(const struct rd_waiter *w)
+{
+	return w->id & 1;
+}
+
+/* A request is taken off as abandoned only when every waiter has gone,
+ * never while its place is being asked, and the queue stays whole. */
+static void test_abandoned(void)
+{
+	struct rd_queue q = { .order = { .mode = RD_ORDER_POSITION } };
+	struct rd_req *a = req(10, 0, MiB), *b = req(11, 0, MiB), *c = req(12, 0, MiB),
+		      *e = req(13, 0, MiB);
+	struct rd_waiter a1 = { .id = 1 }, b1 = { .id = 1 }, b2 = { .id = 2 }, c1 = { .id = 3 },
+			 c2 = { .id = 5, .silent = 1 };
+	rd_req_join(a, &a1, 0, 0);
+	rd_req_join(b, &b1, 0, 0);
+	rd_req_join(b, &b2, 0, 0);
+	rd_req_join(c, &c1, 0, 0);
+	rd_req_join(c, &c2, 0, 0);
+	rd_queue_push(&q, a);
+	rd_queue_push(&q, b);
+	rd_queue_push(&q, c);
+	rd_queue_push(&q, e);   /* no waiter yet: nobody gave up on it */
+	a->place = RD_PLACE_ASKING;
+	CHECK(rd_queue_take_abandoned(&q, odd_gone) == c && c->next == NULL);  /* b has one left */
+	CHECK(q.len == 3 && q.head == a && a->next == b && b->next == e && q.tail == e);
+	CHECK(rd_queue_take_abandoned(&q, odd_gone) == NULL);
+	a->place = RD_PLACE_DONE;
+	struct rd_waiter e1 = { .id = 7 };
+	rd_req_join(e, &e1, 0, 0);   /* now both ends go: the tail moves back */
+	struct rd_req *taken = rd_queue_take_abandoned(&q, odd_gone);
+	CHECK(taken == e && e->next == a && a->next == NULL);
+	CHECK(q.len == 1 && q.head == b && q.tail == b && b->next == NULL);
+	CHECK(rd_queue_take_abandoned(&q, odd_gone) == NULL);
+	struct rd_waiter e2 = { .id = 8 };
+	rd_req_join(e, &e2, 0, 0);   /* pushed again with a live waiter: it stays */
+	rd_queue_push(&q, e);
+	CHECK(rd_queue_take_abandoned(&q, odd_gone) == NULL && q.tail == e && q.len == 2);
+	struct rd_pick p;
+	CHECK(rd_queue_pop(&q, 0, &p) == b && rd_queue_pop(&q, 0, &p) == e && q.len == 0);
+	CHECK(q.head == NULL && q.tail == NULL);
+	free(a);
+	free(b);
+	free(c);
+	free(e);
+}
+
 static void test_extents(void)
 {
 	const struct rd_extent e[2] = { { 0, 1000 * MiB, 4 * MiB }, { 8 * MiB, 20 * MiB, MiB } };
@@ -305,6 +353,7 @@ int main(void)
 	test_users();
 	test_age_bound();
 	test_queue_merge();
+	test_abandoned();
 	test_extents();
 	return check_done();
 }

@@ -413,7 +413,8 @@ static void accept_all(void)
 		}
 		struct rd_conn *c = calloc(1, sizeof *c);
 		if (c)
-			*c = (struct rd_conn){ .fd = fd, .refs = 1, .pid = pid, .uid = uid };
+			*c = (struct rd_conn){ .fd = fd, .refs = 1, .pid = pid, .uid = uid,
+			                       .own = pid == getpid() };
 		int one = 1;   /* inherited from the listener; said again for a passed one */
 		setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };

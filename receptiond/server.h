@@ -15,6 +15,7 @@ struct rd_conn {
 	                         * atomically by workers (their waiters are gone) */
 	pid_t pid;
 	uid_t uid;              /* who connected: limits are charged to it */
+	int own;                /* from this process: watch mode's listener (worker.c) */
 	/* main thread only: a reply the socket had no room for, sent as
 	 * the client reads (EPOLLOUT); a client that does not read it
 	 * within RD_REPLY_WAIT_MS loses the connection. */

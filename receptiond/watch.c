@@ -81,7 +81,7 @@ static struct {
 	char paths[RD_WATCH_MAX_PATHS][256];
 	unsigned npaths;
 	/* counters (listener, or atomically) */
-	uint64_t events, own, hits, misses, replies, deadline_answers, allowed_at_once;
+	uint64_t events, own, hits, misses, replies, refused, deadline_answers, allowed_at_once;
 	uint64_t dog_restarts, wait_max_ns;
 	unsigned waiting, waiting_max;
 } W = { .fan_fd = -1, .sock = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .dog = -1 };
@@ -262,7 +262,11 @@ static void on_replies(void)
 		pthread_mutex_lock(&W.lock);
 		struct slot *s = &W.slot[i];
 		if (s->state != FREE && s->gen == (uint16_t)(r.h.id >> 16)) {
-			W.replies++;
+			/* resident, or not: the queue was full, the read failed */
+			if (n == (ssize_t)sizeof r && r.status == LC_ST_OK)
+				W.replies++;
+			else
+				W.refused++;
 			release_locked(i);
 		}
 		pthread_mutex_unlock(&W.lock);
@@ -359,10 +363,14 @@ static void *deadline_main(void *arg)
 		uint64_t now = rd_now_ns();
 		atomic_store(&W.sh->deadline_beat_ns, now);
 		pthread_mutex_lock(&W.lock);
+		/* The time again, under the lock: a slot the listener filled
+		 * since the beat is younger than that `now`, and its age would
+		 * wrap around to past any deadline. */
+		uint64_t at = rd_now_ns();
 		for (unsigned i = 0; W.waiting && i < RD_WATCH_SLOTS; i++)
-			if (W.slot[i].state == WAITING && now - W.slot[i].since_ns >= W.deadline_ns) {
+			if (W.slot[i].state == WAITING && at - W.slot[i].since_ns >= W.deadline_ns) {
 				W.deadline_answers++;
-				answer_locked(i, now);
+				answer_locked(i, at);
 			}
 		pthread_mutex_unlock(&W.lock);
 		mind_watchdog(now);
@@ -507,10 +515,12 @@ void rd_watch_metrics(FILE *f)
 	fprintf(f, "# HELP libception_watch_answers_total Misses answered, by how.\n"
 	        "# TYPE libception_watch_answers_total counter\n"
 	        "libception_watch_answers_total{how=\"resident\"} %llu\n"
+	        "libception_watch_answers_total{how=\"refused\"} %llu\n"
 	        "libception_watch_answers_total{how=\"deadline\"} %llu\n"
 	        "libception_watch_answers_total{how=\"unqueued\"} %llu\n"
 	        "libception_watch_answers_total{how=\"watchdog\"} %llu\n",
-	        (unsigned long long)LOAD(W.replies), (unsigned long long)LOAD(W.deadline_answers),
+	        (unsigned long long)LOAD(W.replies), (unsigned long long)LOAD(W.refused),
+	        (unsigned long long)LOAD(W.deadline_answers),
 	        (unsigned long long)LOAD(W.allowed_at_once),
 	        (unsigned long long)atomic_load(&W.sh->dog_answers));
 	fprintf(f, "# HELP libception_watch_waiting Readers waiting for their window now.\n"
@@ -538,6 +548,7 @@ void rd_watch_json(struct rd_json *j)
 	rd_json_u64(j, "hits", W.hits);
 	rd_json_u64(j, "misses", W.misses);
 	rd_json_u64(j, "answered_resident", W.replies);
+	rd_json_u64(j, "answered_refused", W.refused);
 	rd_json_u64(j, "answered_at_deadline", W.deadline_answers);
 	rd_json_u64(j, "allowed_unqueued", W.allowed_at_once);
 	rd_json_u64(j, "answered_by_watchdog", atomic_load(&W.sh->dog_answers));

@@ -54,6 +54,34 @@ static void request_info(const struct rd_req *r, struct rd_request_info *info)
 	};
 }
 
+/* A miss's share of its user's limits (quota.h): one miss and the bytes
+ * its window may read, held until it is answered.  Not for watch mode's
+ * listener (c->own), the daemon's own connection, which asks for every
+ * reader of the watched mounts at once: its bounds are its slots
+ * (RD_WATCH_SLOTS) and the device's queue.  Nor is it held to a
+ * connection's share of queued misses (rd_cfg.conn_pending, 8), which
+ * fits a library thread that waits for one miss at a time. */
+static int take_share(const struct rd_conn *c, const struct rd_waiter *w)
+{
+	if (c->own)
+		return 0;
+	if (rd_quota_take(c->uid, RD_Q_MISSES, 1, 0))
+		return -1;
+	if (rd_quota_take(c->uid, RD_Q_BYTES, w->charged, 0)) {
+		rd_quota_give(c->uid, RD_Q_MISSES, 1);
+		return -1;
+	}
+	return 0;
+}
+
+static void give_share(const struct rd_conn *c, const struct rd_waiter *w)
+{
+	if (c->own)
+		return;
+	rd_quota_give(c->uid, RD_Q_MISSES, 1);
+	rd_quota_give(c->uid, RD_Q_BYTES, w->charged);
+}
+
 static void observe(struct rd_device *d, const struct rd_completion *c)
 {
 	if (d->policy.ops->observe)
@@ -127,14 +155,8 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	*w = (struct rd_waiter){ .conn = c, .id = m->h.id, .offset = lo, .length = hi - lo,
 	                         .arrival_ns = now, .silent = silent,
 	                         .charged = whi - lo > hi - lo ? whi - lo : hi - lo };
-	/* The user's share: misses queued and the bytes their windows may
-	 * read (quota.h), given back in rd_device_complete. */
-	if (rd_quota_take(c->uid, RD_Q_MISSES, 1, 0))
+	if (take_share(c, w))
 		goto busy_nolock;
-	if (rd_quota_take(c->uid, RD_Q_BYTES, w->charged, 0)) {
-		rd_quota_give(c->uid, RD_Q_MISSES, 1);
-		goto busy_nolock;
-	}
 
 	pthread_mutex_lock(&d->lock);
 	d->st.requests++;
@@ -145,7 +167,7 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 		d->st.lookahead_dropped++;
 		goto busy;
 	}
-	if (pending >= rd_cfg.conn_pending)
+	if (pending >= rd_cfg.conn_pending && !c->own)
 		goto busy;
 	struct rd_req *r = rd_queue_find_join(&d->q, st->st_dev, st->st_ino, lo, hi - lo,
 	                                      !silent, rd_cfg.max_window);
@@ -186,8 +208,7 @@ busy:
 	if (!silent)
 		d->st.busy++;
 	pthread_mutex_unlock(&d->lock);
-	rd_quota_give(c->uid, RD_Q_MISSES, 1);
-	rd_quota_give(c->uid, RD_Q_BYTES, w->charged);
+	give_share(c, w);
 	goto refuse;
 busy_nolock:
 	if (!silent) {
@@ -215,8 +236,7 @@ static void release(struct rd_req *r, const struct rd_completion *c)
 			      c->bytes_read);
 		}
 		__atomic_sub_fetch(&w->conn->pending, 1, __ATOMIC_RELAXED);
-		rd_quota_give(w->conn->uid, RD_Q_MISSES, 1);
-		rd_quota_give(w->conn->uid, RD_Q_BYTES, w->charged);
+		give_share(w->conn, w);
 		rd_conn_put(w->conn);
 		free(w);
 	}

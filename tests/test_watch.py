@@ -324,30 +324,73 @@ def test_watchdog_stopped_or_killed_is_replaced(ext4, watcher):
         assert len(f.read()) == 1 << 20
 
 
-def test_deadline_allows_reads_the_queue_has_not_reached(tmp_path, watcher, hddsim_mount):
-    """The image sits on an emulated disk whose every window takes
-    milliseconds; with a 1 ms deadline readers are let go before their
-    window is resident, and the bytes are still the file's."""
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    stage = Ext4(str(tmp_path / "stage"), size_mb=64, image_dir=str(lib))
-    paths = [stage.file(f"v{i}", 3 << 20, seed=i + 9) for i in range(3)]
-    want = [open(p, "rb").read() for p in paths]
-    stage.umount()
-    disk = hddsim_mount(str(lib), name="disk")
-    fs = Ext4.__new__(Ext4)
-    fs.dir, fs.image, fs.mnt = str(tmp_path), os.path.join(disk.path, "ext4.img"), stage.mnt
-    fs.mount("loop,ro")
-    try:
-        w = watcher([fs.mnt], "--watch-deadline", "1")
-        got = []
-        for p in paths:
-            with open(p, "rb") as f:
-                got.append(f.read())
-        assert got == want
-        assert w.watch()["answered_at_deadline"] > 0
-    finally:
+@pytest.fixture
+def ext4_on_hddsim(tmp_path, hddsim_mount):
+    """make(n, size): n files of size bytes on an ext4 image that sits on
+    an emulated disk, whose every window takes milliseconds; returns the
+    paths and their bytes."""
+    made = []
+
+    def make(n, size):
+        lib = tmp_path / "lib"
+        lib.mkdir()
+        stage = Ext4(str(tmp_path / "stage"), size_mb=max(64, n * size * 2 >> 20),
+                     image_dir=str(lib))
+        paths = [stage.file(f"v{i}", size, seed=i + 9) for i in range(n)]
+        want = [open(p, "rb").read() for p in paths]
+        stage.umount()
+        disk = hddsim_mount(str(lib), name="disk")
+        fs = Ext4.__new__(Ext4)
+        fs.dir, fs.image, fs.mnt = str(tmp_path), os.path.join(disk.path, "ext4.img"), stage.mnt
+        fs.mount("loop,ro")
+        made.append(fs)
+        return fs.mnt, paths, want
+    yield make
+    for fs in made:
         fs.umount()
+
+
+def test_deadline_allows_reads_the_queue_has_not_reached(ext4_on_hddsim, watcher):
+    """With a 1 ms deadline readers are let go before their window is
+    resident, and the bytes are still the file's."""
+    mnt, paths, want = ext4_on_hddsim(3, 3 << 20)
+    w = watcher([mnt], "--watch-deadline", "1")
+    got = []
+    for p in paths:
+        with open(p, "rb") as f:
+            got.append(f.read())
+    assert got == want
+    assert w.watch()["answered_at_deadline"] > 0
+
+
+def test_many_readers_at_once_are_all_queued(ext4_on_hddsim, watcher):
+    """Every watched reader's miss comes to the daemon through the
+    listener's one connection, so a client connection's limits (8 queued
+    misses, the user's 64) must not apply to it: 48 cold readers at once
+    on the emulated disk are all queued, none refused, and with a deadline
+    far off none is let go before its window is resident."""
+    n = 48
+    mnt, paths, want = ext4_on_hddsim(n, 1 << 20)
+    w = watcher([mnt], "--watch-deadline", "20000")
+    got, start = {}, threading.Barrier(n)
+
+    def read(p):
+        start.wait()
+        with open(p, "rb") as f:
+            got[p] = f.read()
+    ts = [threading.Thread(target=read, args=(p,), daemon=True) for p in paths]
+    for t in ts:
+        t.start()
+    assert not _join(ts)
+    assert [got[p] for p in paths] == want
+    st = w.stats()
+    dev = next(d for d in st["devices"] if d["name"].startswith("loop"))
+    watch = st["watch"]
+    assert dev["busy_rejected"] == 0 and watch["answered_refused"] == 0, (dev, watch)
+    assert watch["answered_at_deadline"] == 0 and watch["allowed_unqueued"] == 0, watch
+    # more waited at once than one client connection may queue: the test
+    # reached the limit it is about
+    assert watch["waiting_max"] > 8, watch
 
 
 def test_libception_watch_starts_a_watching_daemon_and_stop_ends_it(ext4, tmp_path):

@@ -103,7 +103,7 @@ static const struct {
 	{ "libception_device_busy_rejected_total", "counter",
 	  "Requests refused because the queue was full.", SNAP(st.busy), 0 },
 	{ "libception_device_abandoned_total", "counter",
-	  "Queued requests dropped unread: every program that asked had gone.",
+	  "Queued requests dropped unread: nobody waited for them any more.",
 	  SNAP(st.abandoned), 0 },
 	{ "libception_device_read_errors_total", "counter", "Window reads that failed.",
 	  SNAP(st.errors), 0 },

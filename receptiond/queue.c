@@ -152,22 +152,32 @@ struct rd_req *rd_queue_pop(struct rd_queue *q, uint64_t now, struct rd_pick *pi
 	return r;
 }
 
-static int abandoned(const struct rd_req *r, int (*gone)(const struct rd_waiter *))
+static int abandoned(const struct rd_req *r, uint64_t now, uint64_t stale_ns,
+                     enum rd_waiter_state (*state)(const struct rd_waiter *, uint64_t))
 {
 	if (!r->waiters || r->place == RD_PLACE_ASKING)
 		return 0;
-	for (const struct rd_waiter *w = r->waiters; w; w = w->next)
-		if (!gone(w))
+	int all_gone = 1;
+	uint64_t latest = 0;
+	for (const struct rd_waiter *w = r->waiters; w; w = w->next) {
+		enum rd_waiter_state s = state(w, now);
+		if (s == RD_W_WAITING)
 			return 0;
-	return 1;
+		all_gone &= s == RD_W_GONE;
+		if (w->arrival_ns > latest)
+			latest = w->arrival_ns;
+	}
+	return all_gone || (stale_ns && now > latest && now - latest >= stale_ns);
 }
 
-struct rd_req *rd_queue_take_abandoned(struct rd_queue *q, int (*gone)(const struct rd_waiter *))
+struct rd_req *rd_queue_take_abandoned(struct rd_queue *q, uint64_t now, uint64_t stale_ns,
+                                       enum rd_waiter_state (*state)(const struct rd_waiter *,
+                                                                     uint64_t now))
 {
 	struct rd_req *taken = NULL, *last = NULL;
 	for (struct rd_req **pp = &q->head; *pp;) {
 		struct rd_req *r = *pp;
-		if (abandoned(r, gone)) {
+		if (abandoned(r, now, stale_ns, state)) {
 			*pp = r->next;
 			q->len--;
 			r->next = taken;

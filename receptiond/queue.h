@@ -20,9 +20,12 @@
  * catches up with (its miss joins it) waits like any demand read from
  * then on.  Then users in turn, the age bound, and the disk position.
  *
- * A request whose waiters have all gone (each program gave up on the
- * daemon and closed its connection, or exited) is taken off the queue
- * unread: its window would be read for nobody (rd_queue_take_abandoned).
+ * A request nobody waits for any more is taken off the queue unread
+ * (rd_queue_take_abandoned): at once when every connection that asked
+ * has closed (each program gave up on the daemon, or exited); when
+ * waiters remain but none waits (look-aheads, watched readers let go at
+ * the listener's deadline), once nothing has asked for it for the
+ * order's deadline: its window would be read for nobody, or too late.
  *
  * The queue does no locking: the device's lock guards it.
  */
@@ -94,10 +97,20 @@ void rd_queue_push(struct rd_queue *q, struct rd_req *r);
 /* Take the request order.h picks at time now and mark it in flight (the
  * pick in *pick); NULL if nothing can be taken. */
 struct rd_req *rd_queue_pop(struct rd_queue *q, uint64_t now, struct rd_pick *pick);
-/* Take off the queue every request whose waiters have all gone (gone(w)
- * says so for each); returns them chained through next, or NULL.  One
- * being placed stays: a worker uses its fd. */
-struct rd_req *rd_queue_take_abandoned(struct rd_queue *q, int (*gone)(const struct rd_waiter *));
+/* What a waiter is to its request now (the caller knows connections). */
+enum rd_waiter_state {
+	RD_W_WAITING,   /* a program is blocked on the answer */
+	RD_W_LET_GO,    /* nobody is blocked, but its program may read there soon */
+	RD_W_GONE,      /* its connection closed: no answer can reach anyone */
+};
+
+/* Take off the queue every request whose waiters are all RD_W_GONE, or
+ * none RD_W_WAITING and the latest arrived stale_ns or more before now
+ * (0: never); returns them chained through next, or NULL.  One being
+ * placed stays: a worker uses its fd. */
+struct rd_req *rd_queue_take_abandoned(struct rd_queue *q, uint64_t now, uint64_t stale_ns,
+                                       enum rd_waiter_state (*state)(const struct rd_waiter *,
+                                                                     uint64_t now));
 /* A queued request whose position has not been asked, or NULL. */
 struct rd_req *rd_queue_unplaced(struct rd_queue *q);
 /* 1 if a request some program waits for, of a user other than uid, is queued. */

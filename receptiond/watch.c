@@ -262,11 +262,14 @@ static void on_replies(void)
 		pthread_mutex_lock(&W.lock);
 		struct slot *s = &W.slot[i];
 		if (s->state != FREE && s->gen == (uint16_t)(r.h.id >> 16)) {
-			/* resident, or not: the queue was full, the read failed */
-			if (n == (ssize_t)sizeof r && r.status == LC_ST_OK)
-				W.replies++;
-			else
-				W.refused++;
+			/* resident, or not: the queue was full, the read failed;
+			 * a reader let go at the deadline was counted then */
+			if (s->state == WAITING) {
+				if (n == (ssize_t)sizeof r && r.status == LC_ST_OK)
+					W.replies++;
+				else
+					W.refused++;
+			}
 			release_locked(i);
 		}
 		pthread_mutex_unlock(&W.lock);

@@ -223,13 +223,12 @@ refuse:
 	rd_close_later(fd, c->uid);
 }
 
-/* Answer r's waiters from c (none if c is NULL), give back what they
- * held and free r. */
+/* Answer r's waiters from c, give back what they held and free r. */
 static void release(struct rd_req *r, const struct rd_completion *c)
 {
 	for (struct rd_waiter *w = r->waiters, *next; w; w = next) {
 		next = w->next;
-		if (c && !w->silent) {
+		if (!w->silent && !__atomic_load_n(&w->conn->closed, __ATOMIC_RELAXED)) {
 			/* A window that skipped a cached start vouches for it too. */
 			uint64_t lo = w->offset < c->window_offset ? w->offset : c->window_offset;
 			reply(w->conn, w->id, c->status, 0, lo, c->window_offset + c->window_length,
@@ -250,22 +249,35 @@ void rd_device_complete(struct rd_device *d, struct rd_req *r, const struct rd_c
 	release(r, c);
 }
 
-static int waiter_gone(const struct rd_waiter *w)
+static enum rd_waiter_state waiter_state(const struct rd_waiter *w, uint64_t now)
 {
-	return __atomic_load_n(&w->conn->closed, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&w->conn->closed, __ATOMIC_RELAXED))
+		return RD_W_GONE;
+	if (w->silent)
+		return RD_W_LET_GO;
+	/* watch mode's listener lets its reader go at the watch deadline */
+	if (w->conn->own && now > w->arrival_ns &&
+	    now - w->arrival_ns >= (uint64_t)rd_cfg.watch_deadline_ms * 1000000u)
+		return RD_W_LET_GO;
+	return RD_W_WAITING;
 }
 
-/* Drop the queued requests nobody waits for any more: the library closes
- * its connection when its wait times out, so under overload these are the
- * misses whose programs already read for themselves.  Read anyway, they
- * would keep the disk on windows for nobody, minutes late, ahead of misses
- * a program still waits for.  Lock held. */
+/* Drop the queued requests nobody waits for any more (queue.h).  The
+ * library closes its connection when its wait times out, and watch mode
+ * lets its reader go at its deadline: under overload these are misses
+ * whose programs already read for themselves.  Read anyway, they would
+ * keep the disk on windows for nobody, minutes late, ahead of misses a
+ * program still waits for, and the readers let go would pile up more.
+ * Lock held. */
 static void drop_abandoned(struct rd_device *d)
 {
-	for (struct rd_req *r = rd_queue_take_abandoned(&d->q, waiter_gone), *next; r; r = next) {
+	for (struct rd_req *r = rd_queue_take_abandoned(&d->q, rd_now_ns(), d->q.order.deadline_ns,
+	                                                waiter_state), *next;
+	     r; r = next) {
 		next = r->next;
 		d->st.abandoned++;
-		release(r, NULL);
+		/* an answer all the same: the watch listener frees its slot on it */
+		release(r, &(struct rd_completion){ .status = LC_ST_BUSY });
 	}
 }
 

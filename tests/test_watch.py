@@ -393,6 +393,42 @@ def test_many_readers_at_once_are_all_queued(ext4_on_hddsim, watcher):
     assert watch["waiting_max"] > 8, watch
 
 
+def test_windows_for_readers_let_go_are_not_read_late(ext4_on_hddsim, watcher):
+    """48 readers each read a cold file's first 4 KiB at once; with a 1 ms
+    watch deadline each is let go at once and reads it for itself.  A
+    window nobody has asked for within the queue's --deadline (50 ms here)
+    is dropped unread (`abandoned`), not read later for nobody, and the
+    listener still gets its answer (it frees the reader's slot and
+    descriptor on it)."""
+    from fixtures_hostile import proc_fds, settle
+    n, size = 48, 2 << 20
+    mnt, paths, want = ext4_on_hddsim(n, size)
+    w = watcher([mnt], "--watch-deadline", "1", "--deadline", "50")
+    fds_before = proc_fds(w.proc.pid)
+    got, start = {}, threading.Barrier(n)
+
+    def read(p):
+        start.wait()
+        with open(p, "rb") as f:
+            got[p] = f.read(4096)
+    ts = [threading.Thread(target=read, args=(p,), daemon=True) for p in paths]
+    for t in ts:
+        t.start()
+    assert not _join(ts)
+    assert [got[p] for p in paths] == [x[:4096] for x in want]
+
+    def loop():
+        return next(d for d in w.stats()["devices"] if d["name"].startswith("loop"))
+    dev = settle(loop, lambda d: d["queue_now"] == 0 and d["reads"] + d["abandoned"] == n,
+                 timeout=HANG)
+    assert dev["reads"] + dev["abandoned"] == n and dev["abandoned"] > 0, dev
+    # the dropped windows were not read: less than a window per reader
+    assert dev["bytes_read"] < n * size - dev["abandoned"] * (size // 2), dev
+    # every slot answered and closed: the descriptors come back
+    fds = settle(lambda: proc_fds(w.proc.pid), lambda k: k <= fds_before + 2, timeout=HANG)
+    assert fds <= fds_before + 2, (fds, fds_before, dev)
+
+
 def test_libception_watch_starts_a_watching_daemon_and_stop_ends_it(ext4, tmp_path):
     from conftest import bin_path
     lc = bin_path("libception")

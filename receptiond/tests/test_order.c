@@ -282,45 +282,56 @@ static void test_queue_merge(void)
 	free(b);
 }
 
-/* In these tests a waiter whose id is odd has gone. */
-static int odd_gone(const struct rd_waiter *w)
+/* In these tests a waiter's id says what it is: 1 gone, 2 let go, 3 waiting. */
+static enum rd_waiter_state by_id(const struct rd_waiter *w, uint64_t now)
 {
-	return w->id & 1;
+	(void)now;
+	return w->id == 1 ? RD_W_GONE : w->id == 2 ? RD_W_LET_GO : RD_W_WAITING;
 }
 
-/* A request is taken off as abandoned only when every waiter has gone,
- * never while its place is being asked, and the queue stays whole. */
+/* A request is taken off as abandoned when every waiter has gone, or
+ * when none waits and none asked within the stale time; never while a
+ * program waits or its place is being asked; the queue stays whole. */
 static void test_abandoned(void)
 {
 	struct rd_queue q = { .order = { .mode = RD_ORDER_POSITION } };
 	struct rd_req *a = req(10, 0, MiB), *b = req(11, 0, MiB), *c = req(12, 0, MiB),
-		      *e = req(13, 0, MiB);
-	struct rd_waiter a1 = { .id = 1 }, b1 = { .id = 1 }, b2 = { .id = 2 }, c1 = { .id = 3 },
-			 c2 = { .id = 5, .silent = 1 };
+		      *e = req(13, 0, MiB), *f = req(14, 0, MiB);
+	struct rd_waiter a1 = { .id = 1 }, b1 = { .id = 1 }, b2 = { .id = 3 },
+			 c1 = { .id = 1 }, c2 = { .id = 1, .silent = 1 },
+			 f1 = { .id = 2, .arrival_ns = 100 * MS }, f2 = { .id = 1, .arrival_ns = 900 * MS };
 	rd_req_join(a, &a1, 0, 0);
 	rd_req_join(b, &b1, 0, 0);
 	rd_req_join(b, &b2, 0, 0);
 	rd_req_join(c, &c1, 0, 0);
 	rd_req_join(c, &c2, 0, 0);
+	rd_req_join(f, &f1, 0, 0);
+	rd_req_join(f, &f2, 0, 0);
 	rd_queue_push(&q, a);
 	rd_queue_push(&q, b);
 	rd_queue_push(&q, c);
 	rd_queue_push(&q, e);   /* no waiter yet: nobody gave up on it */
+	rd_queue_push(&q, f);   /* let go and gone: stale 2 s after its latest */
 	a->place = RD_PLACE_ASKING;
-	CHECK(rd_queue_take_abandoned(&q, odd_gone) == c && c->next == NULL);  /* b has one left */
-	CHECK(q.len == 3 && q.head == a && a->next == b && b->next == e && q.tail == e);
-	CHECK(rd_queue_take_abandoned(&q, odd_gone) == NULL);
+	uint64_t now = 2 * 1000 * MS;
+	CHECK(rd_queue_take_abandoned(&q, now, 2000 * MS, by_id) == c && c->next == NULL);
+	CHECK(q.len == 4 && q.head == a && a->next == b && b->next == e && e->next == f);
+	CHECK(rd_queue_take_abandoned(&q, now, 0, by_id) == NULL);
+	now = 2900 * MS;   /* f's latest asked 2 s ago */
+	CHECK(rd_queue_take_abandoned(&q, now, 0, by_id) == NULL);   /* 0: no stale rule */
+	CHECK(rd_queue_take_abandoned(&q, now, 2000 * MS, by_id) == f);
+	CHECK(q.len == 3 && q.tail == e && e->next == NULL);
 	a->place = RD_PLACE_DONE;
-	struct rd_waiter e1 = { .id = 7 };
+	struct rd_waiter e1 = { .id = 1 };
 	rd_req_join(e, &e1, 0, 0);   /* now both ends go: the tail moves back */
-	struct rd_req *taken = rd_queue_take_abandoned(&q, odd_gone);
+	struct rd_req *taken = rd_queue_take_abandoned(&q, now, 2000 * MS, by_id);
 	CHECK(taken == e && e->next == a && a->next == NULL);
 	CHECK(q.len == 1 && q.head == b && q.tail == b && b->next == NULL);
-	CHECK(rd_queue_take_abandoned(&q, odd_gone) == NULL);
-	struct rd_waiter e2 = { .id = 8 };
-	rd_req_join(e, &e2, 0, 0);   /* pushed again with a live waiter: it stays */
+	CHECK(rd_queue_take_abandoned(&q, now, 2000 * MS, by_id) == NULL);   /* b2 waits */
+	struct rd_waiter e2 = { .id = 3 };
+	rd_req_join(e, &e2, 0, 0);   /* pushed again with a waiting program: it stays */
 	rd_queue_push(&q, e);
-	CHECK(rd_queue_take_abandoned(&q, odd_gone) == NULL && q.tail == e && q.len == 2);
+	CHECK(rd_queue_take_abandoned(&q, now, 2000 * MS, by_id) == NULL && q.tail == e && q.len == 2);
 	struct rd_pick p;
 	CHECK(rd_queue_pop(&q, 0, &p) == b && rd_queue_pop(&q, 0, &p) == e && q.len == 0);
 	CHECK(q.head == NULL && q.tail == NULL);
@@ -328,6 +339,7 @@ static void test_abandoned(void)
 	free(b);
 	free(c);
 	free(e);
+	free(f);
 }
 
 static void test_extents(void)

@@ -333,6 +333,7 @@ static struct rd_device *create(dev_t fs_dev, int *direct)
 	hist_init(&d->st.service);
 	rd_order_stats_init(&d->st.order);
 	d->q.order = (struct rd_order){ .mode = rd_cfg.order, .deadline_ns = rd_cfg.deadline_ns };
+	d->q.state = rd_waiter_state;
 	d->st.created_ns = rd_now_ns();
 	if (start_policy(d))
 		goto fail;

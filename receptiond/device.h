@@ -83,6 +83,11 @@ unsigned rd_device_busy(void);
  * /proc/self/mountinfo); exposed for the unit tests. */
 void rd_device_identify(dev_t fs_dev, struct rd_device_info *info, char *name, size_t namelen);
 
+/* What a waiter of a queued request is now (queue.h): gone if its
+ * connection closed; let go if a look-ahead, or watch mode's reader past
+ * --watch-deadline; else waiting.  The device's queue asks it. */
+enum rd_waiter_state rd_waiter_state(const struct rd_waiter *w, uint64_t now);
+
 /* Finish a request: answer every waiter, count, tell the policy.  Called
  * by the worker with the device lock held; frees r. */
 struct rd_completion;

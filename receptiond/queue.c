@@ -74,12 +74,32 @@ void rd_queue_push(struct rd_queue *q, struct rd_req *r)
 	q->len++;
 }
 
-static void describe(const struct rd_req *r, struct rd_order_cand *c)
+static enum rd_waiter_state state_of(const struct rd_queue *q, const struct rd_waiter *w,
+                                     uint64_t now)
 {
+	return q->state ? q->state(w, now) : w->silent ? RD_W_LET_GO : RD_W_WAITING;
+}
+
+/* A request is demand while a program is blocked on it, since the first
+ * such program asked. */
+static void describe(const struct rd_queue *q, const struct rd_req *r, uint64_t now,
+                     struct rd_order_cand *c)
+{
+	int demand = r->demand != 0;
+	uint64_t since = r->demand_ns;
+	if (q->state && demand) {
+		demand = 0;
+		for (const struct rd_waiter *w = r->waiters; w; w = w->next) {
+			if (state_of(q, w, now) != RD_W_WAITING || (demand && w->arrival_ns >= since))
+				continue;
+			since = w->arrival_ns;
+			demand = 1;
+		}
+	}
 	*c = (struct rd_order_cand){
-		.since_ns = r->demand ? r->demand_ns : r->arrival_ns,
+		.since_ns = demand ? since : r->arrival_ns,
 		.pos = r->place == RD_PLACE_DONE ? r->pos : RD_POS_UNKNOWN,
-		.uid = r->uid, .demand = r->demand != 0,
+		.uid = r->uid, .demand = demand,
 	};
 }
 
@@ -118,7 +138,7 @@ static struct rd_req *pick_ordered(struct rd_queue *q, uint64_t now, struct rd_p
 			if (i->place == RD_PLACE_ASKING)
 				continue;
 			reqs[k] = i;
-			describe(i, &c[k++]);
+			describe(q, i, now, &c[k++]);
 		}
 		*pick = rd_order_pick(&q->order, c, n, now);
 		r = reqs[pick->index];
@@ -152,15 +172,15 @@ struct rd_req *rd_queue_pop(struct rd_queue *q, uint64_t now, struct rd_pick *pi
 	return r;
 }
 
-static int abandoned(const struct rd_req *r, uint64_t now, uint64_t stale_ns,
-                     enum rd_waiter_state (*state)(const struct rd_waiter *, uint64_t))
+static int abandoned(const struct rd_queue *q, const struct rd_req *r, uint64_t now,
+                     uint64_t stale_ns)
 {
 	if (!r->waiters || r->place == RD_PLACE_ASKING)
 		return 0;
 	int all_gone = 1;
 	uint64_t latest = 0;
 	for (const struct rd_waiter *w = r->waiters; w; w = w->next) {
-		enum rd_waiter_state s = state(w, now);
+		enum rd_waiter_state s = state_of(q, w, now);
 		if (s == RD_W_WAITING)
 			return 0;
 		all_gone &= s == RD_W_GONE;
@@ -170,14 +190,12 @@ static int abandoned(const struct rd_req *r, uint64_t now, uint64_t stale_ns,
 	return all_gone || (stale_ns && now > latest && now - latest >= stale_ns);
 }
 
-struct rd_req *rd_queue_take_abandoned(struct rd_queue *q, uint64_t now, uint64_t stale_ns,
-                                       enum rd_waiter_state (*state)(const struct rd_waiter *,
-                                                                     uint64_t now))
+struct rd_req *rd_queue_take_abandoned(struct rd_queue *q, uint64_t now, uint64_t stale_ns)
 {
 	struct rd_req *taken = NULL, *last = NULL;
 	for (struct rd_req **pp = &q->head; *pp;) {
 		struct rd_req *r = *pp;
-		if (abandoned(r, now, stale_ns, state)) {
+		if (abandoned(q, r, now, stale_ns)) {
 			*pp = r->next;
 			q->len--;
 			r->next = taken;

@@ -18,7 +18,9 @@
  * would make the reader wait for reads it did not ask for, which is what
  * the look-ahead was meant to spare it.  A look-ahead that a reader
  * catches up with (its miss joins it) waits like any demand read from
- * then on.  Then users in turn, the age bound, and the disk position.
+ * then on.  Whether someone waits is asked at each pick (state): a
+ * watched reader let go at the listener's deadline no longer does, and
+ * its window then goes after the readers still blocked.  Then users in turn, the age bound, and the disk position.
  *
  * A request nobody waits for any more is taken off the queue unread
  * (rd_queue_take_abandoned): at once when every connection that asked
@@ -73,6 +75,13 @@ struct rd_req {
 	unsigned demand;          /* waiters that are not look-aheads */
 };
 
+/* What a waiter is to its request now (the caller knows connections). */
+enum rd_waiter_state {
+	RD_W_WAITING,   /* a program is blocked on the answer */
+	RD_W_LET_GO,    /* nobody is blocked, but its program may read there soon */
+	RD_W_GONE,      /* its connection closed: no answer can reach anyone */
+};
+
 /* A queued request's disk position: not asked yet, being asked by a
  * worker (not to be taken meanwhile: the worker uses its fd), known (or
  * known to be unknown). */
@@ -84,6 +93,9 @@ struct rd_queue {
 	unsigned len;             /* queued, not in flight */
 	unsigned nflying;
 	struct rd_order order;
+	/* What a waiter is now (the device's, which knows connections);
+	 * NULL: every waiter but a look-ahead waits, and none is gone. */
+	enum rd_waiter_state (*state)(const struct rd_waiter *w, uint64_t now);
 };
 
 /* The request a new range of (dev, ino) should join, or NULL; an adjacent
@@ -97,20 +109,11 @@ void rd_queue_push(struct rd_queue *q, struct rd_req *r);
 /* Take the request order.h picks at time now and mark it in flight (the
  * pick in *pick); NULL if nothing can be taken. */
 struct rd_req *rd_queue_pop(struct rd_queue *q, uint64_t now, struct rd_pick *pick);
-/* What a waiter is to its request now (the caller knows connections). */
-enum rd_waiter_state {
-	RD_W_WAITING,   /* a program is blocked on the answer */
-	RD_W_LET_GO,    /* nobody is blocked, but its program may read there soon */
-	RD_W_GONE,      /* its connection closed: no answer can reach anyone */
-};
-
 /* Take off the queue every request whose waiters are all RD_W_GONE, or
  * none RD_W_WAITING and the latest arrived stale_ns or more before now
  * (0: never); returns them chained through next, or NULL.  One being
  * placed stays: a worker uses its fd. */
-struct rd_req *rd_queue_take_abandoned(struct rd_queue *q, uint64_t now, uint64_t stale_ns,
-                                       enum rd_waiter_state (*state)(const struct rd_waiter *,
-                                                                     uint64_t now));
+struct rd_req *rd_queue_take_abandoned(struct rd_queue *q, uint64_t now, uint64_t stale_ns);
 /* A queued request whose position has not been asked, or NULL. */
 struct rd_req *rd_queue_unplaced(struct rd_queue *q);
 /* 1 if a request some program waits for, of a user other than uid, is queued. */

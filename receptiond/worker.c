@@ -249,7 +249,7 @@ void rd_device_complete(struct rd_device *d, struct rd_req *r, const struct rd_c
 	release(r, c);
 }
 
-static enum rd_waiter_state waiter_state(const struct rd_waiter *w, uint64_t now)
+enum rd_waiter_state rd_waiter_state(const struct rd_waiter *w, uint64_t now)
 {
 	if (__atomic_load_n(&w->conn->closed, __ATOMIC_RELAXED))
 		return RD_W_GONE;
@@ -271,9 +271,8 @@ static enum rd_waiter_state waiter_state(const struct rd_waiter *w, uint64_t now
  * Lock held. */
 static void drop_abandoned(struct rd_device *d)
 {
-	for (struct rd_req *r = rd_queue_take_abandoned(&d->q, rd_now_ns(), d->q.order.deadline_ns,
-	                                                waiter_state), *next;
-	     r; r = next) {
+	for (struct rd_req *r = rd_queue_take_abandoned(&d->q, rd_now_ns(), d->q.order.deadline_ns),
+	     *next; r; r = next) {
 		next = r->next;
 		d->st.abandoned++;
 		/* an answer all the same: the watch listener frees its slot on it */

@@ -294,7 +294,7 @@ static enum rd_waiter_state by_id(const struct rd_waiter *w, uint64_t now)
  * program waits or its place is being asked; the queue stays whole. */
 static void test_abandoned(void)
 {
-	struct rd_queue q = { .order = { .mode = RD_ORDER_POSITION } };
+	struct rd_queue q = { .order = { .mode = RD_ORDER_POSITION }, .state = by_id };
 	struct rd_req *a = req(10, 0, MiB), *b = req(11, 0, MiB), *c = req(12, 0, MiB),
 		      *e = req(13, 0, MiB), *f = req(14, 0, MiB);
 	struct rd_waiter a1 = { .id = 1 }, b1 = { .id = 1 }, b2 = { .id = 3 },
@@ -314,24 +314,24 @@ static void test_abandoned(void)
 	rd_queue_push(&q, f);   /* let go and gone: stale 2 s after its latest */
 	a->place = RD_PLACE_ASKING;
 	uint64_t now = 2 * 1000 * MS;
-	CHECK(rd_queue_take_abandoned(&q, now, 2000 * MS, by_id) == c && c->next == NULL);
+	CHECK(rd_queue_take_abandoned(&q, now, 2000 * MS) == c && c->next == NULL);
 	CHECK(q.len == 4 && q.head == a && a->next == b && b->next == e && e->next == f);
-	CHECK(rd_queue_take_abandoned(&q, now, 0, by_id) == NULL);
+	CHECK(rd_queue_take_abandoned(&q, now, 0) == NULL);
 	now = 2900 * MS;   /* f's latest asked 2 s ago */
-	CHECK(rd_queue_take_abandoned(&q, now, 0, by_id) == NULL);   /* 0: no stale rule */
-	CHECK(rd_queue_take_abandoned(&q, now, 2000 * MS, by_id) == f);
+	CHECK(rd_queue_take_abandoned(&q, now, 0) == NULL);   /* 0: no stale rule */
+	CHECK(rd_queue_take_abandoned(&q, now, 2000 * MS) == f);
 	CHECK(q.len == 3 && q.tail == e && e->next == NULL);
 	a->place = RD_PLACE_DONE;
 	struct rd_waiter e1 = { .id = 1 };
 	rd_req_join(e, &e1, 0, 0);   /* now both ends go: the tail moves back */
-	struct rd_req *taken = rd_queue_take_abandoned(&q, now, 2000 * MS, by_id);
+	struct rd_req *taken = rd_queue_take_abandoned(&q, now, 2000 * MS);
 	CHECK(taken == e && e->next == a && a->next == NULL);
 	CHECK(q.len == 1 && q.head == b && q.tail == b && b->next == NULL);
-	CHECK(rd_queue_take_abandoned(&q, now, 2000 * MS, by_id) == NULL);   /* b2 waits */
+	CHECK(rd_queue_take_abandoned(&q, now, 2000 * MS) == NULL);   /* b2 waits */
 	struct rd_waiter e2 = { .id = 3 };
 	rd_req_join(e, &e2, 0, 0);   /* pushed again with a waiting program: it stays */
 	rd_queue_push(&q, e);
-	CHECK(rd_queue_take_abandoned(&q, now, 2000 * MS, by_id) == NULL && q.tail == e && q.len == 2);
+	CHECK(rd_queue_take_abandoned(&q, now, 2000 * MS) == NULL && q.tail == e && q.len == 2);
 	struct rd_pick p;
 	CHECK(rd_queue_pop(&q, 0, &p) == b && rd_queue_pop(&q, 0, &p) == e && q.len == 0);
 	CHECK(q.head == NULL && q.tail == NULL);
@@ -340,6 +340,30 @@ static void test_abandoned(void)
 	free(c);
 	free(e);
 	free(f);
+}
+
+/* A request whose programs were all let go goes after one a program is
+ * still blocked on, however much older it is; without a state every
+ * waiter but a look-ahead waits (the older goes first). */
+static void test_let_go_after_waiting(void)
+{
+	for (int with_state = 0; with_state < 2; with_state++) {
+		struct rd_queue q = { .order = { .mode = RD_ORDER_FIFO },
+		                      .state = with_state ? by_id : NULL };
+		struct rd_req *old = req(10, 0, MiB), *young = req(11, 0, MiB);
+		struct rd_waiter o1 = { .id = 2, .arrival_ns = 1 * MS },
+				 y1 = { .id = 3, .arrival_ns = 900 * MS };
+		rd_req_join(old, &o1, 0, 0);
+		rd_req_join(young, &y1, 0, 0);
+		rd_queue_push(&q, old);
+		rd_queue_push(&q, young);
+		struct rd_pick p;
+		CHECK(rd_queue_pop(&q, 1000 * MS, &p) == (with_state ? young : old));
+		rd_queue_pop(&q, 1000 * MS, &p);
+		CHECK(q.len == 0);
+		free(old);
+		free(young);
+	}
 }
 
 static void test_extents(void)
@@ -366,6 +390,7 @@ int main(void)
 	test_age_bound();
 	test_queue_merge();
 	test_abandoned();
+	test_let_go_after_waiting();
 	test_extents();
 	return check_done();
 }

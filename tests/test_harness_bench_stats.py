@@ -694,6 +694,13 @@ def test_compare_takes_a_kind_at_another_kinds_winner(tmp_path):
              kinds=["libception", {"label": "watch", "kind": "watch", "from": "libception"}])
     configs, _ = compare.configurations(s)
     assert configs[1] == ("watch", "watch", point, 7.5)
+    # the watch deadline is a comparison's knob too
+    s["kinds"] = [{"label": "watch-5s", "kind": "watch", "from": "libception",
+                   "set": {"watch_deadline_ms": 5000}}]
+    (_, kind, p5, _), = compare.configurations(s)[0]
+    cfg = tuning.configure({"library": "x"}, "nginx", kind, p5)
+    assert cfg["mode"] == "watch" and cfg["watch_deadline_ms"] == 5000
+    assert "watch_deadline_ms" not in tuning.configure({"library": "x"}, "nginx", "watch", point)
     s["kinds"] = [{"label": "watch", "kind": "watch"}]
     assert compare.configurations(s)[0][0][3] is None, "no tuned watch: its own start"
     s["kinds"] = [{"label": "odd", "kind": "vanilla", "from": "libception"}]

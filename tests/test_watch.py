@@ -91,6 +91,10 @@ class Watcher(Daemon):
     def watch(self):
         return self.stats()["watch"]
 
+    def loop_device(self):
+        """The statistics of the loop device under the watched ext4."""
+        return next(d for d in self.stats()["devices"] if d["name"].startswith("loop"))
+
     def watchdog(self):
         kids = _children(self.proc.pid)
         return kids[0] if kids else None
@@ -277,6 +281,22 @@ def _join(ts):
     return [t for t in ts if t.is_alive()]
 
 
+def _read_together(paths, size=-1):
+    """Read `size` bytes (all: -1) of every path, each in its own thread,
+    all starting at once; returns the bytes in the order of paths."""
+    got, start = {}, threading.Barrier(len(paths))
+
+    def read(p):
+        start.wait()
+        with open(p, "rb") as f:
+            got[p] = f.read(size)
+    ts = [threading.Thread(target=read, args=(p,), daemon=True) for p in paths]
+    for t in ts:
+        t.start()
+    assert not _join(ts), "a reader hung"
+    return [got.get(p) for p in paths]
+
+
 def test_readers_go_on_when_the_daemon_stops(ext4, watcher):
     """Stopped at several moments of a burst of cold reads, so that some
     stop lands between the listener's read() of a batch and its answers
@@ -372,20 +392,8 @@ def test_many_readers_at_once_are_all_queued(ext4_on_hddsim, watcher):
     n = 48
     mnt, paths, want = ext4_on_hddsim(n, 1 << 20)
     w = watcher([mnt], "--watch-deadline", "20000")
-    got, start = {}, threading.Barrier(n)
-
-    def read(p):
-        start.wait()
-        with open(p, "rb") as f:
-            got[p] = f.read()
-    ts = [threading.Thread(target=read, args=(p,), daemon=True) for p in paths]
-    for t in ts:
-        t.start()
-    assert not _join(ts)
-    assert [got[p] for p in paths] == want
-    st = w.stats()
-    dev = next(d for d in st["devices"] if d["name"].startswith("loop"))
-    watch = st["watch"]
+    assert _read_together(paths) == want
+    dev, watch = w.loop_device(), w.watch()
     assert dev["busy_rejected"] == 0 and watch["answered_refused"] == 0, (dev, watch)
     assert watch["answered_at_deadline"] == 0 and watch["allowed_unqueued"] == 0, watch
     # more waited at once than one client connection may queue: the test
@@ -405,21 +413,8 @@ def test_windows_for_readers_let_go_are_not_read_late(ext4_on_hddsim, watcher):
     mnt, paths, want = ext4_on_hddsim(n, size)
     w = watcher([mnt], "--watch-deadline", "1", "--deadline", "50")
     fds_before = proc_fds(w.proc.pid)
-    got, start = {}, threading.Barrier(n)
-
-    def read(p):
-        start.wait()
-        with open(p, "rb") as f:
-            got[p] = f.read(4096)
-    ts = [threading.Thread(target=read, args=(p,), daemon=True) for p in paths]
-    for t in ts:
-        t.start()
-    assert not _join(ts)
-    assert [got[p] for p in paths] == [x[:4096] for x in want]
-
-    def loop():
-        return next(d for d in w.stats()["devices"] if d["name"].startswith("loop"))
-    dev = settle(loop, lambda d: d["queue_now"] == 0 and d["reads"] + d["abandoned"] == n,
+    assert _read_together(paths, 4096) == [x[:4096] for x in want]
+    dev = settle(w.loop_device, lambda d: d["queue_now"] == 0 and d["reads"] + d["abandoned"] == n,
                  timeout=HANG)
     assert dev["reads"] + dev["abandoned"] == n and dev["abandoned"] > 0, dev
     # the dropped windows were not read: less than a window per reader

@@ -280,11 +280,12 @@ def test_two_programs_are_serialized(need_library, receptiond, scratch):
     outs = [p.communicate("go\n", timeout=120)[0].strip() for p in procs]
     assert outs == want
     got = delta(receptiond, before)
-    # Every window read once; on a loaded machine the kernel may drop one
-    # freshly read page before the program gets to it, which costs one
-    # more (page-sized) read, so allow a page per file.
+    # Every window read once.  On a loaded machine the kernel may drop a
+    # freshly read folio before the program gets to it, which costs one
+    # more read of that folio: at most one per file, each at most 2 MiB
+    # (ext4 caches in large folios; the daemon's hints make 256 KiB ones).
     assert 32 <= got["requests"] <= 34 and 32 <= got["reads"] <= 34, got
-    assert 64 * MiB <= got["bytes_read"] <= 64 * MiB + 2 * 4096, got
+    assert 64 * MiB <= got["bytes_read"] <= 64 * MiB + (got["reads"] - 32) * 2 * MiB, got
     assert all(d["inflight_max"] == 1 for d in receptiond.stats()["devices"])
 
 

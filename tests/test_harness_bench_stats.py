@@ -5,6 +5,7 @@ tune() on synthetic score surfaces; and every candidate of the tuning
 grid accepted by the real server's own configuration test."""
 import json
 import math
+import os
 import random
 
 import pytest
@@ -291,6 +292,7 @@ class ThresholdRig:
         self.thresholds, self.disturbed, self.carried = thresholds, set(disturbed), set(carried)
         self.calls, self.lines, self.recorded = [], [], {}
         self.results = self
+        self.journal = None
 
     def get(self, point):
         return self.recorded.get(str(sorted(point.items())))
@@ -354,6 +356,97 @@ def test_a_round_that_two_machines_measured_is_run_again(tmp_path):
     assert "DISTURBED (measured on 2 machines (carried midway))" in text
     assert "re-run of round 1" in text
     assert rig.get({"part": "summary"})["rounds_used"] == 2
+
+
+class _Stop(Exception):
+    """The session ends (the run is stopped between two probes)."""
+
+
+def _carried_compare(tmp_path, monkeypatch, reruns):
+    """A two-kind compare on a real Rig, Journal and Results (the setup and
+    the probe replaced: each configuration passes at most its threshold),
+    stopped on machine "old" one probe into round 2, then resumed on
+    machine "new" in the same directory, as a run carried midway is.
+    Returns (the second run's probes as (tag, rate, seed), its log, the
+    journal's entries, the summary)."""
+    from libception import progress, results
+    from libception.bench import compare, journal, probe, rig as rigmod
+    s = compare.settings(True)
+    s.update(disk="fuse", rounds=2, seeds=2, resamples=300, reruns=reruns,
+             kinds=["vanilla", "libception"])
+    threshold = {"vanilla": 4, "libception": 15}
+    measured, state = [], {"stop_at": None}
+
+    class Handle:
+        def __init__(self, tag):
+            self.tag = tag
+
+        def disk_record(self):
+            return {}
+
+    def fake_probe(rig, h, cfg, settings, rate, seed):
+        if state["stop_at"] and state["stop_at"](h.tag):
+            raise _Stop()
+        measured.append((h.tag, rate, seed))
+        label = h.tag.split("-", 1)[1]
+        return {"rate": rate, "seed": seed, "pass": rate <= threshold[label] * (1 + 0.1 * seed),
+                "failed_pct": 0.0, "mb_per_s": 1.0, "settle_s": 0,
+                "other_cpu": {"disturbed": False}, "boot_id": results.boot_id()}
+
+    monkeypatch.setattr(probe, "probe", fake_probe)
+    monkeypatch.setattr(rigmod.Rig, "setup", lambda self, cfg, tag: Handle(tag))
+    monkeypatch.setattr(rigmod.Rig, "teardown", lambda self, h: None)
+    lines = []
+
+    def run(boot):
+        monkeypatch.setattr(results, "boot_id", lambda: boot)
+        res = results.Results(str(tmp_path / "compare.json"), "compare", settings=s,
+                              resume=True)
+        rig = rigmod.Rig("compare", str(tmp_path), None, progress.Progress(1, out=open(os.devnull, "w")),
+                         res, log=lines.append)
+        rig.journal = journal.Journal(str(tmp_path), res.commit)
+        rig.log_plain = lines.append
+        return compare.run(rig, s), res
+
+    # machine "old": round 1 whole, then one probe of round 2
+    state["stop_at"] = lambda tag: tag.startswith("r2-") and any(
+        t.startswith("r2-") for t, _, _ in measured)
+    with pytest.raises(_Stop):
+        run("old")
+    assert sum(t.startswith("r2-") for t, _, _ in measured) == 1
+    del measured[:], lines[:]
+    state["stop_at"] = None
+    assert run("new")[0] == 0
+    entries = journal.read(str(tmp_path / journal.NAME))
+    summary = results.load(str(tmp_path / "compare.json"))
+    summary = next(r for r in summary["runs"] if r["point"] == {"part": "summary"})
+    return measured, "\n".join(lines), entries, summary
+
+
+def test_a_round_left_unfinished_on_another_machine_starts_again_here(tmp_path, monkeypatch):
+    """Session 35 stopped nginx's compare one probe into round 2, and
+    session 36 resumed it on a new machine: round 1, whole on the old
+    machine, stands; round 2's one probe from there is superseded (kept in
+    the journal, marked) and measured again here, and no round is re-run
+    whole (before, round 2 was finished across two machines and re-run)."""
+    measured, text, entries, summary = _carried_compare(tmp_path, monkeypatch, reruns=2)
+    assert measured and all(tag.startswith("r2-") for tag, _, _ in measured)
+    gone = [e for e in entries if e.get("superseded")]
+    assert len(gone) == 1 and gone[0]["restart"]["round"] == 2
+    assert gone[0]["restart"]["on"] == "new" and gone[0]["probe"]["boot_id"] == "old"
+    assert (gone[0]["tag"], gone[0]["rate"], gone[0]["seed"]) == measured[0]
+    assert "DISTURBED" not in text and "its 1 probes from there are measured again" in text
+    assert [r["restarted"] for r in summary["rounds"]] == [0, 1]
+    assert summary["rounds_used"] == 2 and len(summary["rounds"]) == 2
+
+
+def test_a_restart_takes_one_of_the_reruns(tmp_path, monkeypatch):
+    """With no re-run left, the unfinished round is finished here and
+    counted as it ran, across two machines, and says so."""
+    measured, text, entries, summary = _carried_compare(tmp_path, monkeypatch, reruns=0)
+    assert not any(e.get("superseded") for e in entries)
+    assert "no re-run left: counted" in text and "measured on 2 machines" in text
+    assert [r["restarted"] for r in summary["rounds"]] == [0, 0]
 
 
 class FiguresRig(ThresholdRig):

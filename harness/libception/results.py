@@ -134,6 +134,11 @@ class Results:
         self.runs.append({"point": point, **values, **stamp})
         self.save()
 
+    def discard(self, which):
+        """Forget the runs `which(run)` picks (a part measured again)."""
+        self.data["runs"] = [r for r in self.runs if not which(r)]
+        self.save()
+
     def save(self):
         write_atomic(self.path, self.data)
 

@@ -9,6 +9,8 @@ the others their start points, and the output says they are untuned.
 Every round that ran is printed and recorded; a round with a recorded
 disturbance (a probe marked with one, or probes of two machines) is
 re-run once, both are printed, and only the re-run enters the intervals.
+A round found unfinished on resuming on another machine starts again
+there instead (restart_here); each restart takes one of the re-runs.
 The ratios are the geometric means of the per-round ratios with a
 two-stage bootstrap interval (bench/stats.py); a target is met only when
 the lower end clears it.
@@ -16,6 +18,7 @@ the lower end clears it.
 import json
 import math
 
+from .. import results
 from . import common, stats, tuning
 from .tune import base_config
 
@@ -115,6 +118,47 @@ def machines(outcomes):
     return f"measured on {len(boots)} machines (carried midway)" if len(boots) > 1 else None
 
 
+def _round_of(entry):
+    point = entry.get("point") or {}
+    return point.get("round") if point.get("part") == "round" else None
+
+
+def restarts(rig, upto):
+    """Rounds 1..upto that restart_here began again (on the journal: the
+    same count on every resume), each taking one of `reruns`."""
+    if rig.journal is None:
+        return 0
+    return len({(e["restart"]["round"], e["restart"]["on"]) for e in rig.journal.entries()
+                if e.get("restart") and e["restart"]["round"] <= upto})
+
+
+def restart_here(rig, n, measure):
+    """Round n, begun on another machine and left unfinished there (a run
+    carried midway), starts again on this one: its probes from there are
+    superseded (they stay in the journal, marked `restart`) and measured
+    again here, so that one machine measures the whole round (machines()).
+    The round would be re-run whole otherwise, once finished; this costs
+    only the part the other machine measured, and, as a re-run, is decided
+    by where the probes ran, never by their results.  A round the journal
+    holds whole is left as it is (`measure` is tried on the journal
+    alone: rig.replays)."""
+    if rig.journal is None:
+        return
+    here = results.boot_id()
+
+    def elsewhere(e):
+        return (_round_of(e) == n and not e.get("superseded")
+                and e["probe"].get("boot_id") not in (None, here))
+    if not any(elsewhere(e) for e in rig.journal.entries()) or rig.replays(measure):
+        return
+    count = rig.journal.supersede(
+        elsewhere, f"round {n} unfinished when the run moved to another machine",
+        restart={"round": n, "on": here})
+    rig.results.discard(lambda r: _round_of(r) == n)
+    rig.log(f"compare: round {n}: begun on another machine and unfinished there: "
+            f"its {count} probes from there are measured again here (superseded, kept)")
+
+
 def run(rig, s):
     base = base_config(rig, s)
     configs, note = configurations(s)
@@ -130,19 +174,26 @@ def run(rig, s):
         n = len(rounds) + 1
         order = pending["order"] if pending else \
             [configs[i] for i in stats.balanced_order(len(configs), slot)]
-        outcomes = {}
-        for label, kind, point, start in order:
-            cfg = tuning.configure(base, s["server"], kind, point)
-            # from a tuned answer, step by the resolution, not by doubling
-            step = {"growth": 1 + search.get("rel_resolution", 0.1)} if start else {}
-            outcomes[label] = rig.max_rate(
-                cfg, f"r{n}-{label}", dict(search, start=start or search["start"], **step),
-                {"part": "round", "round": n, "config": label})
+
+        def measure(order=order, n=n):
+            out = {}
+            for label, kind, point, start in order:
+                cfg = tuning.configure(base, s["server"], kind, point)
+                # from a tuned answer, step by the resolution, not by doubling
+                step = {"growth": 1 + search.get("rel_resolution", 0.1)} if start else {}
+                out[label] = rig.max_rate(
+                    cfg, f"r{n}-{label}", dict(search, start=start or search["start"], **step),
+                    {"part": "round", "round": n, "config": label})
+            return out
+        if reruns + restarts(rig, n) < s["reruns"]:
+            restart_here(rig, n, measure)
+        outcomes = measure()
         why = next((d for d in (disturbance(outcomes[lab]) for lab in labels) if d),
                    None) or machines(outcomes)
         rounds.append({"n": n, "order": [c[0] for c in order], "outcomes": outcomes,
-                       "disturbance": why, "rerun_of": pending["n"] if pending else None})
-        if why and reruns < s["reruns"]:
+                       "disturbance": why, "rerun_of": pending["n"] if pending else None,
+                       "restarted": restarts(rig, n) - restarts(rig, n - 1)})
+        if why and reruns + restarts(rig, n) < s["reruns"]:
             reruns += 1
             pending = {"n": n, "order": order}
         else:
@@ -167,7 +218,7 @@ def summarize(rounds, labels, s):
     table = stats.round_table(data, labels)
     for row, r in zip(table, rounds):
         row.update(order=r["order"], disturbance=r["disturbance"], rerun_of=r["rerun_of"],
-                   kept_despite=r.get("kept_despite"))
+                   kept_despite=r.get("kept_despite"), restarted=r.get("restarted", 0))
         row["capped"] = [lab for lab in labels
                          if r["outcomes"][lab].get("answer") is not None
                          and r["outcomes"][lab].get("failed_above") is None]
@@ -235,6 +286,9 @@ def report(summary, s):
             mark = f"  DISTURBED ({row['disturbance']}): re-run, not in the intervals"
         elif row["rerun_of"]:
             mark = f"  re-run of round {row['rerun_of']}"
+        if row.get("restarted"):
+            mark += (f"  begun again on another machine ({row['restarted']}x; "
+                     "the probes of the first superseded)")
         if row.get("kept_despite"):
             mark += f"  disturbed ({row['kept_despite']}), no re-run left: counted"
         lines.append(f"round {row['round']}: {answers} sessions/s{mark}")

@@ -60,17 +60,38 @@ def _rewrite(path, entries):
     os.replace(tmp, path)
 
 
+def _index(entries):
+    """(point, rate, seed) -> the kept probe: what a resumed run skips."""
+    return {_key(e["point"], e["rate"], e["seed"]): e["probe"]
+            for e in entries if not e.get("superseded")}
+
+
 class Journal:
     def __init__(self, directory, commit):
         self.path = os.path.join(directory, NAME)
         self.commit = commit
-        self.done = {}
         entries, clean = _read(self.path)
         if not clean:
             _rewrite(self.path, entries)
+        self.done = _index(entries)
+
+    def entries(self):
+        """Every entry, superseded ones included, in order."""
+        return read(self.path)
+
+    def supersede(self, which, why, **marks):
+        """Mark the kept entries that `which(entry)` picks superseded, with
+        `why` and `marks` (the journal is rewritten whole; they stay in it,
+        and a resumed run measures them again).  Returns how many."""
+        entries, count = read(self.path), 0
         for e in entries:
-            if not e.get("superseded"):
-                self.done[_key(e["point"], e["rate"], e["seed"])] = e["probe"]
+            if not e.get("superseded") and which(e):
+                e.update(superseded=True, superseded_why=why, **marks)
+                count += 1
+        if count:
+            _rewrite(self.path, entries)
+            self.done = _index(entries)
+        return count
 
     def find(self, point, rate, seed):
         """The kept probe of (point, rate, seed) from an earlier run, or None."""

@@ -67,6 +67,7 @@ class Rig:
         self.only = []
         self.disk = {}   # the scenario's disk settings (blockdisk.DISK_SETTINGS)
         self.journal = None   # journal.Journal: every probe persisted as it ends
+        self._replaying = False   # in replays(): the journal alone answers
 
     def with_disk(self, cfg):
         """`cfg` with the scenario's disk and block-queue knobs, which the
@@ -201,6 +202,10 @@ class Rig:
             self.progress.skip(f"{tag}: {done.get('answer')} sessions/s")
             return done
         cfg = self.with_disk(cfg)
+        if self._replaying:   # nothing to set up: every probe is in the journal
+            return search.max_failure_free(
+                self, None, cfg, {k: v for k, v in settings.items() if k != "warmup"},
+                tag, point)
         self.log(f"{tag}: setting up ({describe(cfg)})")
         h = self.setup(cfg, tag)
         try:
@@ -238,6 +243,8 @@ class Rig:
         `other_cpu_max` cores is run once more at once; the second is
         kept and marked `rerun`, the first stays in the journal."""
         done = self.journal.find(point, rate, seed) if self.journal and point else None
+        if done is None and self._replaying:
+            raise ReplayMiss(what)
         if done is not None:
             self.progress.skip(f"{what}: probe")
             return done
@@ -260,9 +267,33 @@ class Rig:
         self._persist(point, h.tag, rec, attempt)
         return rec
 
+    def replays(self, run):
+        """Whether `run()` goes through on the journal alone, every probe
+        it asks for already there (a resumed part finished or not).
+        Nothing is set up, measured, printed or recorded."""
+        progress, self.progress, self._replaying = self.progress, _Silent(), True
+        try:
+            run()
+            return True
+        except ReplayMiss:
+            return False
+        finally:
+            self.progress, self._replaying = progress, False
+
     def _persist(self, point, tag, rec, attempt, superseded=False):
         if self.journal is not None and point is not None:
             self.journal.add(point, tag, rec, attempt, superseded)
+
+
+class ReplayMiss(Exception):
+    """A probe the journal does not hold, asked for in Rig.replays."""
+
+
+class _Silent:
+    """A Progress that prints nothing (Rig.replays)."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
 
 
 class _Handle:

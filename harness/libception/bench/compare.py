@@ -156,7 +156,8 @@ def restart_here(rig, n, measure):
         restart={"round": n, "on": here})
     rig.results.discard(lambda r: _round_of(r) == n)
     rig.log(f"compare: round {n}: begun on another machine and unfinished there: "
-            f"its {count} probes from there are measured again here (superseded, kept)")
+            f"measuring again here what that machine measured of it ({count} of its probes, "
+            "superseded, kept in the journal)")
 
 
 def run(rig, s):

@@ -437,6 +437,7 @@ def test_a_round_left_unfinished_on_another_machine_starts_again_here(tmp_path, 
     assert (gone[0]["tag"], gone[0]["rate"], gone[0]["seed"]) == measured[0]
     assert "DISTURBED" not in text and "measuring again here what that machine measured of it (1 of its probes" in text
     assert [r["restarted"] for r in summary["rounds"]] == [0, 1]
+    assert "round 2:" in text and "begun again after a move to another machine (1x" in text
     assert summary["rounds_used"] == 2 and len(summary["rounds"]) == 2
 
 

@@ -288,8 +288,8 @@ def report(summary, s):
         elif row["rerun_of"]:
             mark = f"  re-run of round {row['rerun_of']}"
         if row.get("restarted"):
-            mark += (f"  begun again on another machine ({row['restarted']}x; "
-                     "the probes of the first superseded)")
+            mark += (f"  begun again after a move to another machine ({row['restarted']}x; "
+                     "the earlier machine's probes superseded)")
         if row.get("kept_despite"):
             mark += f"  disturbed ({row['kept_despite']}), no re-run left: counted"
         lines.append(f"round {row['round']}: {answers} sessions/s{mark}")

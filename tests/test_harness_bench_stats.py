@@ -3,9 +3,9 @@
 order of rounds, the bootstrap interval's coverage and the target rule;
 tune() on synthetic score surfaces; and every candidate of the tuning
 grid accepted by the real server's own configuration test."""
+import io
 import json
 import math
-import os
 import random
 
 import pytest
@@ -402,7 +402,7 @@ def _carried_compare(tmp_path, monkeypatch, reruns):
         monkeypatch.setattr(results, "boot_id", lambda: boot)
         res = results.Results(str(tmp_path / "compare.json"), "compare", settings=s,
                               resume=True)
-        rig = rigmod.Rig("compare", str(tmp_path), None, progress.Progress(1, out=open(os.devnull, "w")),
+        rig = rigmod.Rig("compare", str(tmp_path), None, progress.Progress(1, out=io.StringIO()),
                          res, log=lines.append)
         rig.journal = journal.Journal(str(tmp_path), res.commit)
         rig.log_plain = lines.append

@@ -10,7 +10,7 @@ configuration's answer; any other run gives its answers.
 """
 import math
 
-from .bench.compare import figure
+from .bench.compare import figure, round_of
 
 NAMES = {"transfer_share": "disk transferring", "busy_share": "disk busy",
          "queue_wait_p99_ms": "queue wait p99 (ms)"}
@@ -70,7 +70,7 @@ def comparison(summary):
     cmp = summary["comparison"]
     labels = list(dict.fromkeys(lab for r in cmp["rounds"] for lab in r["order"]))
     config = {a["point"].get("config"): a["config"] for a in summary["answers"]
-              if a["point"].get("part") == "round" and a["point"].get("round") == 1}
+              if round_of(a) == 1}
     lines = ["Maximum failure-free sessions/s per round (every round that ran, in its "
              "order):", ""]
     rows = []

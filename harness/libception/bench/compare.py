@@ -118,7 +118,8 @@ def machines(outcomes):
     return f"measured on {len(boots)} machines (carried midway)" if len(boots) > 1 else None
 
 
-def _round_of(entry):
+def round_of(entry):
+    """The round a journal entry or run measured, None outside rounds."""
     point = entry.get("point") or {}
     return point.get("round") if point.get("part") == "round" else None
 
@@ -147,14 +148,14 @@ def restart_here(rig, n, measure):
     here = results.boot_id()
 
     def elsewhere(e):
-        return (_round_of(e) == n and not e.get("superseded")
+        return (round_of(e) == n and not e.get("superseded")
                 and e["probe"].get("boot_id") not in (None, here))
     if not any(elsewhere(e) for e in rig.journal.entries()) or rig.replays(measure):
         return
     count = rig.journal.supersede(
         elsewhere, f"round {n} unfinished when the run moved to another machine",
         restart={"round": n, "on": here})
-    rig.results.discard(lambda r: _round_of(r) == n)
+    rig.results.discard(lambda r: round_of(r) == n)
     rig.log(f"compare: round {n}: begun on another machine and unfinished there: "
             f"measuring again here what that machine measured of it ({count} of its probes, "
             "superseded, kept in the journal)")

@@ -37,8 +37,8 @@ def test_limit_bounds_page_cache(scratch, harness_cgroup):
     group = harness_cgroup(limit)
     subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=True,
                    preexec_fn=group.preexec)
-    assert group.max_usage() <= limit
-    assert group.usage() <= limit
+    assert cgroup.held(group.max_usage(), limit)
+    assert cgroup.held(group.usage(), limit)
     # The group had to evict: at most the limit's worth stayed cached.
     assert _cached_bytes(path) <= limit
     assert group.stat()["cache"] <= limit

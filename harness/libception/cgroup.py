@@ -14,6 +14,19 @@ MEMORY_ROOT = "/sys/fs/cgroup/memory"
 BASE = "libception"
 
 
+# A charge that cannot wait (__GFP_HIGH or __GFP_NOFAIL, a task being killed)
+# is let over the limit for a moment ("force charging" in mm/memcontrol.c),
+# so memory.max_usage_in_bytes may pass the limit by a few pages even when
+# the limit held. 64 pages is the kernel's charge batch (MEMCG_CHARGE_BATCH).
+FORCED_CHARGE_SLACK = 64 * 4096
+
+
+def held(max_usage, limit):
+    """True if a group's high-water mark shows its limit held: at most the
+    limit plus what the kernel may force-charge past it."""
+    return max_usage <= limit + FORCED_CHARGE_SLACK
+
+
 class CgroupError(Exception):
     """A cgroup could not be created, configured or removed."""
 

@@ -795,6 +795,11 @@ def test_compare_takes_a_kind_at_another_kinds_winner(tmp_path):
     cfg = tuning.configure({"library": "x"}, "nginx", kind, p5)
     assert cfg["mode"] == "watch" and cfg["watch_deadline_ms"] == 5000
     assert "watch_deadline_ms" not in tuning.configure({"library": "x"}, "nginx", "watch", point)
+    # and the library's look-ahead (LIBCEPTION_LOOKAHEAD=1)
+    s["kinds"] = [{"label": "lookahead", "kind": "libception", "set": {"lookahead": True}}]
+    (_, kind, pl, _), = compare.configurations(s)[0]
+    assert tuning.configure({"library": "x"}, "nginx", kind, pl)["lookahead"] is True
+    assert "lookahead" not in tuning.configure({"library": "x"}, "nginx", "libception", point)
     s["kinds"] = [{"label": "watch", "kind": "watch"}]
     assert compare.configurations(s)[0][0][3] is None, "no tuned watch: its own start"
     s["kinds"] = [{"label": "odd", "kind": "vanilla", "from": "libception"}]

@@ -120,10 +120,10 @@ def configure(base, server, kind, point):
         t.update({"aio": "threads", "thread_pool": n} if n else {"aio": "off"})
     cfg = {**base, "server": server, "mode": "vanilla", "tunables": t}
     # the disk's knobs, receptiond's queue order (docs/receptiond.md
-    # QUEUE ORDER) and watch mode's deadline: not in any grid, set by a
-    # comparison's configuration
+    # QUEUE ORDER), watch mode's deadline and the library's look-ahead:
+    # not in any grid, set by a comparison's configuration
     for key in ("read_ahead_kb", "scheduler", "max_sectors_kb", "order", "deadline_ms",
-                "inflight", "watch_deadline_ms"):
+                "inflight", "watch_deadline_ms", "lookahead"):
         if key in point:
             cfg[key] = point[key]
     if kind in ("libception", WATCH):

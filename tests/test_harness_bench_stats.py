@@ -800,6 +800,14 @@ def test_compare_takes_a_kind_at_another_kinds_winner(tmp_path):
     (_, kind, pl, _), = compare.configurations(s)[0]
     assert tuning.configure({"library": "x"}, "nginx", kind, pl)["lookahead"] is True
     assert "lookahead" not in tuning.configure({"library": "x"}, "nginx", "libception", point)
+    # and a sizing policy in place of the fixed window
+    s["kinds"] = [{"label": "adaptive", "kind": "libception", "from": "libception",
+                   "set": {"policy": "adaptive"}}]
+    (_, kind, pa, _), = compare.configurations(s)[0]
+    cfg = tuning.configure({"library": "x"}, "nginx", kind, pa)
+    assert cfg["policy"] == "adaptive" and cfg["prefetch"] == "1M"
+    assert tuning.configure({"library": "x"}, "nginx", "libception", point)["policy"] == \
+        "fixed:1M,parallel=2"
     s["kinds"] = [{"label": "watch", "kind": "watch"}]
     assert compare.configurations(s)[0][0][3] is None, "no tuned watch: its own start"
     s["kinds"] = [{"label": "odd", "kind": "vanilla", "from": "libception"}]

@@ -131,6 +131,10 @@ def configure(base, server, kind, point):
         cfg.update({"mode": kind, "prefetch": window})
         if parallel > 1:
             cfg["policy"] = f"fixed:{window},parallel={parallel}"
+        # a sizing policy instead of the fixed window (docs/prefetch-sizing.md),
+        # set by a comparison's configuration; the window stays --prefetch
+        if point.get("policy"):
+            cfg["policy"] = point["policy"]
     return cfg
 
 

@@ -141,6 +141,19 @@ def test_queue_wait_quantiles_of_the_interval_only():
     assert disktime.queue_wait(after, after)["count"] == 0
 
 
+def test_disk_time_per_window_the_daemon_served():
+    rec = {"disk_time": {"position_s": 30.0, "transfer_s": 45.0, "mb_per_s": 30.0,
+                         "elapsed_s": 200.0},
+           "queue_wait_ms": {"count": 2000, "p99": 700.0}}
+    w = disktime.per_window(rec)
+    assert w["position_ms"] == pytest.approx(15.0) and w["transfer_ms"] == pytest.approx(22.5)
+    assert w["disk_mb"] == pytest.approx(3.0)
+    # no daemon, no windows, no hddsim: no figure
+    assert disktime.per_window({**rec, "queue_wait_ms": None}) is None
+    assert disktime.per_window({**rec, "queue_wait_ms": {"count": 0}}) is None
+    assert disktime.per_window({**rec, "disk_time": None}) is None
+
+
 def test_a_timeline_sample_says_how_busy_the_disk_and_the_queue_were_since_the_last():
     def stats(buckets):
         return {"devices": [{"wait_us": {"count": sum(c for _, c in buckets),

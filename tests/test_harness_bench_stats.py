@@ -462,8 +462,11 @@ class FiguresRig(ThresholdRig):
         for p in out["probes"]:
             at = p["rate"] == answer
             share = (0.8 if label == "libception" else 0.2) + 0.01 * p["seed"]
-            p["disk_time"] = {"transfer_share": share if at else 0.5, "busy_share": 0.9}
-            p["queue_wait_ms"] = ({"p99": 1500.0 if at else 9000.0}
+            p["disk_time"] = {"transfer_share": share if at else 0.5, "busy_share": 0.9,
+                              "position_s": 30.0, "transfer_s": 60.0, "mb_per_s": 40.0,
+                              "elapsed_s": 100.0}
+            # 2,000 windows at the answer: 15 ms positioning and 2 MB each
+            p["queue_wait_ms"] = ({"p99": 1500.0 if at else 9000.0, "count": 2000 if at else 1000}
                                   if label == "libception" else None)
         return out
 
@@ -485,7 +488,10 @@ def test_compare_reports_the_disk_and_the_queue_at_each_answer(tmp_path):
     assert lib["transfer_share"]["mean"] == pytest.approx(0.82)
     assert 0.81 <= lib["transfer_share"]["low"] < 0.82 < lib["transfer_share"]["high"] <= 0.83
     assert lib["queue_wait_p99_ms"]["mean"] == pytest.approx(1500.0)
+    assert lib["position_ms_per_window"]["mean"] == pytest.approx(15.0)
+    assert lib["disk_mb_per_window"]["mean"] == pytest.approx(2.0)
     assert "queue_wait_p99_ms" not in summary["at_answer"]["vanilla"]   # no daemon, no figure
+    assert "position_ms_per_window" not in summary["at_answer"]["vanilla"]
     assert [t["met"] for t in summary["answer_targets"]] == [True, True, False, False]
     text = "\n".join(rig.lines)
     assert "at the answer, libception: transfer_share 0.82" in text

@@ -19,7 +19,7 @@ import json
 import math
 
 from .. import results
-from . import common, stats, tuning
+from . import common, disktime, stats, tuning
 from .tune import base_config
 
 TARGETS = [{"num": "libception", "den": "vanilla", "at_least": 2.0},
@@ -32,6 +32,9 @@ AT_ANSWER = {
     "transfer_share": lambda p: (p.get("disk_time") or {}).get("transfer_share"),
     "busy_share": lambda p: (p.get("disk_time") or {}).get("busy_share"),
     "queue_wait_p99_ms": lambda p: (p.get("queue_wait_ms") or {}).get("p99"),
+    # about one positioning per window: what the transfer share follows from
+    "position_ms_per_window": lambda p: (disktime.per_window(p) or {}).get("position_ms"),
+    "disk_mb_per_window": lambda p: (disktime.per_window(p) or {}).get("disk_mb"),
 }
 
 

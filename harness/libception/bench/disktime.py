@@ -39,6 +39,19 @@ def disk_time(before, after, elapsed_s):
                          ">1M": d["commands_over_1m"]}}
 
 
+def per_window(rec):
+    """A probe's disk time per window receptiond served in its judged
+    window (the queue wait's count): {"position_ms", "transfer_ms",
+    "disk_mb"}, or None without hddsim, daemon or windows.  The disk's
+    every byte and second count, the program's own reads too, so a
+    figure above the daemon's own share says others read beside it."""
+    d, w = rec.get("disk_time") or {}, (rec.get("queue_wait_ms") or {}).get("count")
+    if not w or d.get("position_s") is None or d.get("mb_per_s") is None:
+        return None
+    return {"position_ms": d["position_s"] / w * 1e3, "transfer_ms": d["transfer_s"] / w * 1e3,
+            "disk_mb": d["mb_per_s"] * d["elapsed_s"] / w}
+
+
 def _buckets(daemon_stats, key):
     """{top us: count} of histogram `key` summed over the daemon's devices."""
     out = {}

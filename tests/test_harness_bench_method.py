@@ -202,7 +202,8 @@ def test_cpu_meter_records_what_the_hypervisor_stole():
 def _probe(rate, seed, ok=True):
     return {"rate": rate, "seed": seed, "pass": ok, "failed_pct": 0.0 if ok else 2.5,
             "started": 100, "mb_per_s": 40.0, "max_active": 300, "settle_s": 0.0,
-            "disk_time": {"mb_per_s": 55.5, "transfer_share": 0.4, "busy_share": 0.9},
+            "disk_time": {"mb_per_s": 55.5, "transfer_share": 0.4, "busy_share": 0.9,
+                          "position_s": 0.135, "transfer_s": 0.2, "elapsed_s": 0.36},
             "queue_wait_ms": {"count": 9, "p50": 1.0, "p99": 7.5, "max": 8.0},
             "steady": {"steady": ok}, "other_cpu": {"cores": 0.1}, "cgroup_limit": LIMIT,
             "boot_id": "b1"}
@@ -352,7 +353,10 @@ def test_a_comparisons_summary_keeps_every_round_and_interval_and_prints_as_resu
     assert "| 1 | vanilla libception | 4 | 8 | - |" in text      # every round, in its order
     assert "| 2 | libception vanilla | 4 | 10 | - |" in text
     assert "| libception / vanilla | 2.24 |" in text and "| 2.00 2.50 | >= 2 |" in text
-    assert "| libception | 0.4 (0.4-0.4) | 0.9 (0.9-0.9) | 7.5 (7.5-7.5) | nginx, libception" in text
+    # per window (9 queue waits): 15 ms positioning, 2.22 MB from the disk
+    assert ("| libception | 0.4 (0.4-0.4) | 0.9 (0.9-0.9) | 7.5 (7.5-7.5) | 15 (15-15) | "
+            "2.22 (2.22-2.22) | nginx, libception") in text
+    assert "| positioning per window (ms) | disk MB per window |" in text
     assert "| libception | disk transferring | >= 0.75 | 0.4 (0.4-0.4) | **not met** |" in text
     p = subprocess.run([LIBCEPTION, "results", "table", str(tmp_path)],
                        capture_output=True, text=True)

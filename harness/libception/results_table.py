@@ -13,7 +13,9 @@ import math
 from .bench.compare import figure, round_of
 
 NAMES = {"transfer_share": "disk transferring", "busy_share": "disk busy",
-         "queue_wait_p99_ms": "queue wait p99 (ms)"}
+         "queue_wait_p99_ms": "queue wait p99 (ms)",
+         "position_ms_per_window": "positioning per window (ms)",
+         "disk_mb_per_window": "disk MB per window"}
 
 
 def _ratio(x):

@@ -22,29 +22,36 @@ const char *rd_order_rule_name(enum rd_pick_rule r)
 	return r < RD_PICK_RULES ? names[r] : "?";
 }
 
-/* Index of uid's oldest demand request if one of them is due, else n.
- * Request i is due when its age plus the reads of uid's demand queued
- * before it and its own would pass the deadline: serving the oldest
- * first (EDF; every request has the same deadline) is then what keeps
- * the most in time.  Per user, after the users rule: another user's
- * backlog, however old, never jumps the turns. */
+static uint64_t due_at(const struct rd_order *o, const struct rd_order_cand *c)
+{
+	return c->due_ns ? c->due_ns : c->since_ns + o->deadline_ns;
+}
+
+/* Index of uid's earliest-due demand request if one of them is due, else
+ * n.  Request i is due when, were one other window read first, the reads
+ * of uid's demand queued before it and its own would end past its due
+ * time (the worker picks again only when a window ends): serving the
+ * earliest due first (EDF) is then what keeps the most in time.  Per
+ * user, after the users rule: another user's backlog, however old, never
+ * jumps the turns.  --deadline 0 turns the rule off, waiters' own due
+ * times included. */
 static size_t due(const struct rd_order *o, const struct rd_order_cand *c, size_t n, uid_t uid,
                   uint64_t now)
 {
 	if (!o->deadline_ns)
 		return n;
-	size_t oldest = n, ahead = 0;
+	size_t first = n, ahead = 0;
 	int any_due = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!c[i].demand || c[i].uid != uid)
 			continue;
-		if (oldest == n || c[i].since_ns < c[oldest].since_ns)
-			oldest = i;
-		uint64_t age = now > c[i].since_ns ? now - c[i].since_ns : 0;
-		if (age + (uint64_t)(++ahead) * o->service_ns >= o->deadline_ns)
+		uint64_t at = due_at(o, &c[i]);
+		if (first == n || at < due_at(o, &c[first]))
+			first = i;
+		if (now + (uint64_t)(++ahead + 1) * o->service_ns >= at)
 			any_due = 1;
 	}
-	return any_due ? oldest : n;
+	return any_due ? first : n;
 }
 
 /* Users in turn: the lowest uid above the one served last among the

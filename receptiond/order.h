@@ -11,10 +11,15 @@
  *   users     users in turn: among the class, the next uid after the one
  *             served last, so one user's flood costs another user at most
  *             one window (and the worker cuts long windows, see worker.c).
- *   deadline  one of that user's demand requests would wait past the
- *             deadline if the user's requests queued before it were
- *             served first: serve the user's oldest (earliest deadline
- *             first).  Nothing starves under a flood of near requests.
+ *   deadline  one of that user's demand requests would pass its due time
+ *             if the user's requests queued before it were served first:
+ *             serve the user's earliest due (EDF).  A request is due the
+ *             order's deadline after its first waiting program asked, or
+ *             sooner if a waiter says so: watch mode's listener lets its
+ *             reader go at its own deadline (500 ms by default), after
+ *             which the reader reads for itself and the window comes too
+ *             late.  With one deadline for all the earliest due is the
+ *             oldest.  Nothing starves under a flood of near requests.
  *   sweep     among that user's requests with a known disk position, an
  *             elevator sweep: the lowest position at or past the head,
  *             wrapping to the lowest (one direction, so both edges of the
@@ -45,6 +50,8 @@ enum rd_pick_rule { RD_PICK_DEADLINE, RD_PICK_SWEEP, RD_PICK_FIFO, RD_PICK_RULES
 
 struct rd_order_cand {
 	uint64_t since_ns;   /* demand: first demand waiter's arrival; else the request's */
+	uint64_t due_ns;     /* demand: when its first waiting program stops waiting;
+	                      * 0: since_ns plus the order's deadline */
 	uint64_t pos;        /* disk byte offset of the window's start, or RD_POS_UNKNOWN */
 	uid_t uid;
 	int demand;          /* a program waits for it */

@@ -81,23 +81,27 @@ static enum rd_waiter_state state_of(const struct rd_queue *q, const struct rd_w
 }
 
 /* A request is demand while a program is blocked on it, since the first
- * such program asked. */
+ * such program asked, and due when the first of them stops waiting. */
 static void describe(const struct rd_queue *q, const struct rd_req *r, uint64_t now,
                      struct rd_order_cand *c)
 {
 	int demand = r->demand != 0;
-	uint64_t since = r->demand_ns;
+	uint64_t since = r->demand_ns, due = 0;
 	if (q->state && demand) {
 		demand = 0;
 		for (const struct rd_waiter *w = r->waiters; w; w = w->next) {
-			if (state_of(q, w, now) != RD_W_WAITING || (demand && w->arrival_ns >= since))
+			if (state_of(q, w, now) != RD_W_WAITING)
 				continue;
-			since = w->arrival_ns;
+			uint64_t at = w->due_ns ? w->due_ns : w->arrival_ns + q->order.deadline_ns;
+			if (!due || at < due)
+				due = at;
+			if (!demand || w->arrival_ns < since)
+				since = w->arrival_ns;
 			demand = 1;
 		}
 	}
 	*c = (struct rd_order_cand){
-		.since_ns = demand ? since : r->arrival_ns,
+		.since_ns = demand ? since : r->arrival_ns, .due_ns = demand ? due : 0,
 		.pos = r->place == RD_PLACE_DONE ? r->pos : RD_POS_UNKNOWN,
 		.uid = r->uid, .demand = demand,
 	};

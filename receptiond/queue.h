@@ -20,7 +20,9 @@
  * catches up with (its miss joins it) waits like any demand read from
  * then on.  Whether someone waits is asked at each pick (state): a
  * watched reader let go at the listener's deadline no longer does, and
- * its window then goes after the readers still blocked.  Then users in turn, the age bound, and the disk position.
+ * its window then goes after the readers still blocked.  Then users in
+ * turn, the deadline (a waiter's own due time, else the order's
+ * deadline after it asked), and the disk position.
  *
  * A request nobody waits for any more is taken off the queue unread
  * (rd_queue_take_abandoned): at once when every connection that asked
@@ -47,6 +49,8 @@ struct rd_waiter {
 	uint64_t id;              /* the client's request id */
 	uint64_t offset, length;
 	uint64_t arrival_ns;
+	uint64_t due_ns;          /* when its program stops waiting (watch mode's
+	                           * listener lets it go), or 0: the order's deadline */
 	int silent;               /* a look-ahead (LC_F_LOOKAHEAD): no answer */
 	uint64_t charged;         /* bytes taken from its user's quota */
 };

@@ -152,8 +152,10 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	struct rd_waiter *w = calloc(1, sizeof *w);
 	if (!w)
 		goto busy_nolock;
+	/* watch mode's listener lets its reader go at the watch deadline */
+	uint64_t due = c->own ? now + (uint64_t)rd_cfg.watch_deadline_ms * 1000000u : 0;
 	*w = (struct rd_waiter){ .conn = c, .id = m->h.id, .offset = lo, .length = hi - lo,
-	                         .arrival_ns = now, .silent = silent,
+	                         .arrival_ns = now, .due_ns = due, .silent = silent,
 	                         .charged = whi - lo > hi - lo ? whi - lo : hi - lo };
 	if (take_share(c, w))
 		goto busy_nolock;
@@ -255,9 +257,7 @@ enum rd_waiter_state rd_waiter_state(const struct rd_waiter *w, uint64_t now)
 		return RD_W_GONE;
 	if (w->silent)
 		return RD_W_LET_GO;
-	/* watch mode's listener lets its reader go at the watch deadline */
-	if (w->conn->own && now > w->arrival_ns &&
-	    now - w->arrival_ns >= (uint64_t)rd_cfg.watch_deadline_ms * 1000000u)
+	if (w->due_ns && now >= w->due_ns)
 		return RD_W_LET_GO;
 	return RD_W_WAITING;
 }

@@ -1,8 +1,9 @@
 /* test_order.c - unit tests of the queue order (order.c), the queue's
  * joins and pick (queue.c) and the extent lookup (placement.c): sweep
  * order, demand before look-ahead, users in turn, the age bound under a
- * flood of near requests, FIFO where places are unknown, merging of
- * adjacent windows of one file, and dropping requests nobody waits for. */
+ * flood of near requests, a waiter's own due time (watch mode), FIFO
+ * where places are unknown, merging of adjacent windows of one file, and
+ * dropping requests nobody waits for. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,21 +206,66 @@ static void test_age_bound(void)
 	CHECK(unbounded > 10000 * MS);   /* the test can fail: the flood starves it */
 
 	/* the rule: the oldest demand, once one is due */
-	struct sim s = { .o = { .mode = RD_ORDER_POSITION, .deadline_ns = 85 * MS,
+	/* (ages, and one window read first: the worker picks only between windows) */
+	struct sim s = { .o = { .mode = RD_ORDER_POSITION, .deadline_ns = 115 * MS,
 	                        .service_ns = 30 * MS } };
 	add(&s, 1, 900 * MiB, 0, 1);
 	s.now += 50 * MS;
 	add(&s, 2, 1 * MiB, 0, 1);
 	struct rd_pick p;
-	CHECK(serve(&s, &p) == 2 && p.rule == RD_PICK_SWEEP);   /* 50+30, 0+2*30 < 85 */
-	struct sim t = { .o = { .mode = RD_ORDER_POSITION, .deadline_ns = 85 * MS,
+	CHECK(serve(&s, &p) == 2 && p.rule == RD_PICK_SWEEP);   /* 50+2*30, 0+3*30 < 115 */
+	struct sim t = { .o = { .mode = RD_ORDER_POSITION, .deadline_ns = 115 * MS,
 	                        .service_ns = 30 * MS } };
 	add(&t, 1, 900 * MiB, 0, 1);
 	t.now += 50 * MS;
 	add(&t, 2, 1 * MiB, 0, 1);
 	add(&t, 3, 2 * MiB, 0, 1);
-	CHECK(serve(&t, &p) == 1 && p.rule == RD_PICK_DEADLINE); /* 3: 0+3*30 >= 85 */
+	CHECK(serve(&t, &p) == 1 && p.rule == RD_PICK_DEADLINE); /* 3: 0+4*30 >= 115 */
 	CHECK(strcmp(rd_order_rule_name(RD_PICK_DEADLINE), "deadline") == 0);
+}
+
+/*
+ * A waiter's own due time: watch mode's listener lets its reader go at
+ * 500 ms, well before the order's 2 s.  Under the flood of near requests
+ * the far read is served before its reader is let go; with the order's
+ * deadline alone it waits past it.
+ */
+static uint64_t watched_far_wait(uint64_t due_ns)
+{
+	struct sim s = { .o = { .mode = RD_ORDER_POSITION, .deadline_ns = 2000 * MS,
+	                        .served_any = 1 } };
+	add(&s, 0, 900 * MiB, 1000, 1);
+	s.c[0].due_ns = due_ns;
+	for (int round = 0; round < 3000; round++) {
+		for (int k = 0; k < 3 && s.n < 4000; k++) {
+			uint64_t head = s.o.head == RD_POS_UNKNOWN ? 0 : s.o.head;
+			add(&s, 1, head + (uint64_t)(k + 1) * 64 * 1024, 1000, 1);
+		}
+		uint64_t t = s.now;
+		if (serve(&s, NULL) == 0)
+			return t;
+	}
+	return UINT64_MAX;
+}
+
+static void test_own_due(void)
+{
+	CHECK(watched_far_wait(500 * MS) + 30 * MS <= 500 * MS);   /* read before it is let go */
+	CHECK(watched_far_wait(0) > 500 * MS);   /* the test can fail: the 2 s rule alone */
+	CHECK(watched_far_wait(0) <= 2000 * MS);
+
+	/* the earliest due goes first, not the oldest */
+	struct sim s = { .o = { .mode = RD_ORDER_POSITION, .deadline_ns = 2000 * MS,
+	                        .service_ns = 30 * MS } };
+	add(&s, 1, 900 * MiB, 0, 1);             /* the library's: due at 2 s */
+	s.now += 100 * MS;
+	add(&s, 2, 800 * MiB, 0, 1);
+	s.c[1].due_ns = s.now + 500 * MS;        /* watched: due at 600 ms */
+	add(&s, 3, 1 * MiB, 0, 1);
+	struct rd_pick p;
+	CHECK(serve(&s, &p) == 3 && p.rule == RD_PICK_SWEEP);     /* none due yet */
+	s.now = 520 * MS;                        /* 2 is due: 520 + 3 * 30 >= 600 */
+	CHECK(serve(&s, &p) == 2 && p.rule == RD_PICK_DEADLINE);
 }
 
 static struct rd_req *req(ino_t ino, uint64_t lo, uint64_t hi)
@@ -366,6 +412,40 @@ static void test_let_go_after_waiting(void)
 	}
 }
 
+/* A request is due when the first of its waiting programs stops
+ * waiting: a waiter's own due time (a watched reader), else the order's
+ * deadline after it asked; a waiter let go or gone no longer counts. */
+static void test_due_of_waiters(void)
+{
+	struct rd_queue q = { .order = { .mode = RD_ORDER_POSITION, .deadline_ns = 2000 * MS,
+	                                 .service_ns = 30 * MS },
+	                      .state = by_id };
+	struct rd_req *lib = req(10, 0, MiB), *watched = req(11, 0, MiB), *near = req(12, 0, MiB);
+	lib->pos = 900 * MiB;
+	watched->pos = 800 * MiB;
+	near->pos = 0;
+	struct rd_waiter l1 = { .id = 3, .arrival_ns = 0 },
+			 w1 = { .id = 3, .arrival_ns = 100 * MS, .due_ns = 600 * MS },
+			 w2 = { .id = 2, .arrival_ns = 50 * MS, .due_ns = 300 * MS },   /* let go */
+			 n1 = { .id = 3, .arrival_ns = 100 * MS };
+	rd_req_join(lib, &l1, 0, 0);
+	rd_req_join(watched, &w1, 0, 0);
+	rd_req_join(watched, &w2, 0, 0);
+	rd_req_join(near, &n1, 0, 0);
+	rd_queue_push(&q, lib);
+	rd_queue_push(&q, watched);
+	rd_queue_push(&q, near);
+	struct rd_pick p;
+	/* at 300 ms the let-go waiter's due time has passed; it does not count */
+	CHECK(rd_queue_pop(&q, 300 * MS, &p) == near && p.rule == RD_PICK_SWEEP);
+	CHECK(rd_queue_pop(&q, 550 * MS, &p) == watched && p.rule == RD_PICK_DEADLINE);
+	CHECK(rd_queue_pop(&q, 560 * MS, &p) == lib);
+	CHECK(q.len == 0);
+	free(lib);
+	free(watched);
+	free(near);
+}
+
 static void test_extents(void)
 {
 	const struct rd_extent e[2] = { { 0, 1000 * MiB, 4 * MiB }, { 8 * MiB, 20 * MiB, MiB } };
@@ -388,9 +468,11 @@ int main(void)
 	test_demand_first();
 	test_users();
 	test_age_bound();
+	test_own_due();
 	test_queue_merge();
 	test_abandoned();
 	test_let_go_after_waiting();
+	test_due_of_waiters();
 	test_extents();
 	return check_done();
 }

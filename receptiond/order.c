@@ -41,13 +41,16 @@ static size_t due(const struct rd_order *o, const struct rd_order_cand *c, size_
 	if (!o->deadline_ns)
 		return n;
 	size_t first = n, ahead = 0;
+	uint64_t first_at = 0;
 	int any_due = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!c[i].demand || c[i].uid != uid)
 			continue;
 		uint64_t at = due_at(o, &c[i]);
-		if (first == n || at < due_at(o, &c[first]))
+		if (first == n || at < first_at) {
 			first = i;
+			first_at = at;
+		}
 		if (now + (uint64_t)(++ahead + 1) * o->service_ns >= at)
 			any_due = 1;
 	}

@@ -12,8 +12,8 @@
  *             served last, so one user's flood costs another user at most
  *             one window (and the worker cuts long windows, see worker.c).
  *   deadline  one of that user's demand requests would pass its due time
- *             if the user's requests queued before it were served first:
- *             serve the user's earliest due (EDF).  A request is due the
+ *             if one other window and the user's requests queued before
+ *             it were served first: serve the user's earliest due (EDF).  A request is due the
  *             order's deadline after its first waiting program asked, or
  *             sooner if a waiter says so: watch mode's listener lets its
  *             reader go at its own deadline (500 ms by default), after

@@ -22,9 +22,12 @@ const char *rd_order_rule_name(enum rd_pick_rule r)
 	return r < RD_PICK_RULES ? names[r] : "?";
 }
 
+/* The order's deadline after its first waiter asked, or sooner if a
+ * waiter stops waiting sooner. */
 static uint64_t due_at(const struct rd_order *o, const struct rd_order_cand *c)
 {
-	return c->due_ns ? c->due_ns : c->since_ns + o->deadline_ns;
+	uint64_t at = c->since_ns + o->deadline_ns;
+	return c->due_ns && c->due_ns < at ? c->due_ns : at;
 }
 
 /* Index of uid's earliest-due demand request if one of them is due, else

@@ -92,9 +92,8 @@ static void describe(const struct rd_queue *q, const struct rd_req *r, uint64_t 
 		for (const struct rd_waiter *w = r->waiters; w; w = w->next) {
 			if (state_of(q, w, now) != RD_W_WAITING)
 				continue;
-			uint64_t at = w->due_ns ? w->due_ns : w->arrival_ns + q->order.deadline_ns;
-			if (!due || at < due)
-				due = at;
+			if (w->due_ns && (!due || w->due_ns < due))
+				due = w->due_ns;
 			if (!demand || w->arrival_ns < since)
 				since = w->arrival_ns;
 			demand = 1;

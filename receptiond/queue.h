@@ -50,7 +50,7 @@ struct rd_waiter {
 	uint64_t offset, length;
 	uint64_t arrival_ns;
 	uint64_t due_ns;          /* when its program stops waiting (watch mode's
-	                           * listener lets it go), or 0: the order's deadline */
+	                           * listener lets it go), or 0: it does not say */
 	int silent;               /* a look-ahead (LC_F_LOOKAHEAD): no answer */
 	uint64_t charged;         /* bytes taken from its user's quota */
 };

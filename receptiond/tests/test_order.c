@@ -266,6 +266,17 @@ static void test_own_due(void)
 	CHECK(serve(&s, &p) == 3 && p.rule == RD_PICK_SWEEP);     /* none due yet */
 	s.now = 520 * MS;                        /* 2 is due: 520 + 3 * 30 >= 600 */
 	CHECK(serve(&s, &p) == 2 && p.rule == RD_PICK_DEADLINE);
+
+	/* a waiter that waits longer than the order's deadline (watch mode at
+	 * 5 s) does not make its request due later than the order's 2 s */
+	struct sim l = { .o = { .mode = RD_ORDER_POSITION, .deadline_ns = 2000 * MS,
+	                        .service_ns = 30 * MS } };
+	add(&l, 1, 900 * MiB, 0, 1);
+	l.c[0].due_ns = 5000 * MS;               /* due at 2 s all the same */
+	l.now = 100 * MS;
+	add(&l, 2, 1 * MiB, 0, 1);
+	l.now = 1940 * MS;                       /* 1: 1940 + 2 * 30 >= 2000 */
+	CHECK(serve(&l, &p) == 1 && p.rule == RD_PICK_DEADLINE);
 }
 
 static struct rd_req *req(ino_t ino, uint64_t lo, uint64_t hi)

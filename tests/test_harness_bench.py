@@ -113,6 +113,20 @@ def test_interrupted_bench_leaves_nothing_behind(bench_out, harness_port, sig):
     assert _leftovers(bench_out, p.pid) == ([], [], [])
 
 
+def test_stop_after_stops_between_probes_and_leaves_nothing_behind(bench_out, harness_port):
+    """--stop-after 0: everything is set up, no probe begins (it would end
+    past the time), the run stops with 75 and leaves what --resume needs."""
+    p = subprocess.run([LIBCEPTION, "bench", "demo", "--quick", "--stop-after", "0",
+                        "--out", str(bench_out), "--port", str(harness_port)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 75, p.stderr[-2000:]
+    assert "setting up" in p.stderr and "stopped between probes" in p.stderr
+    assert f"--resume --out {bench_out}" in p.stderr
+    assert (bench_out / "demo.json").exists()
+    assert not (bench_out / "probes.jsonl.gz").exists()   # no probe ran
+    assert _leftovers(bench_out, "") == ([], [], [])
+
+
 def test_usage_and_bad_resume(bench_out, scratch):
     p = subprocess.run([LIBCEPTION, "bench", "nosuch"], capture_output=True, text=True)
     assert p.returncode == 2
@@ -120,6 +134,10 @@ def test_usage_and_bad_resume(bench_out, scratch):
         p = subprocess.run([LIBCEPTION, "bench", "demo", "--past", bad], capture_output=True,
                            text=True)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--past" in p.stderr
+    for bad in ("-1", "nan", "inf", "5x", "m"):
+        p = subprocess.run([LIBCEPTION, "bench", "demo", "--stop-after", bad],
+                           capture_output=True, text=True)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--stop-after" in p.stderr
     bench_out.mkdir()
     (bench_out / "ablation.json").write_text(json.dumps(
         {"schema": "libception-bench", "version": 1, "scenario": "demo", "runs": []}))

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import ROOT, bin_path
-from libception import results, summary
+from libception import cmd_bench as bench_cli, results, summary
 from libception.bench import common, cpumeter, demo, disktime, journal, probe, steady
 
 LIBCEPTION = bin_path("libception")
@@ -87,7 +87,31 @@ def test_full_probes_start_from_a_past_and_the_demo_stays_bounded():
     assert d["search"]["past_s"] == 0   # a cold start: a past's fill would not fit the bound
     rates = demo.steps(d)
     assert rates == 2 * d["search"]["max_probes"]
-    assert rates * common.probe_seconds(d["search"]) <= 30 * 60
+    assert rates * probe.probe_seconds(d["search"]) <= 30 * 60
+
+
+def test_stop_after_starts_no_probe_that_would_end_past_it(tmp_path):
+    """Rig.check_time_left: the first probe is expected to take the
+    scenario's estimate, later ones the longest measured; none is begun
+    that would end past --stop-after, and without it nothing stops."""
+    from libception.bench import rig as rigmod
+    r = rigmod.Rig("demo", str(tmp_path), None, None, None)
+    search = common.search_settings(False, start=6)
+    r.check_time_left(search, "first")           # no --stop-after
+    estimate = probe.probe_seconds(search)
+    r.stop_at = time.monotonic() + estimate + 3600
+    r.check_time_left(search, "first")           # an hour to spare
+    r.stop_at = time.monotonic() + estimate - 60
+    with pytest.raises(rigmod.TimeUp, match="first"):
+        r.check_time_left(search, "first")
+    r._longest = estimate / 2                    # probes ran shorter than the estimate
+    r.check_time_left(search, "next")
+    r._longest = estimate * 2
+    r.stop_at = time.monotonic() + estimate + 300
+    with pytest.raises(rigmod.TimeUp, match="next"):
+        r.check_time_left(search, "next")
+    assert bench_cli.parse_duration("150m") == 9000
+    assert bench_cli.parse_duration("2.5h") == 9000 and bench_cli.parse_duration("90") == 90
 
 
 def test_a_comparison_counts_each_probe_once():

@@ -11,11 +11,13 @@ import datetime
 import json
 import os
 import sys
+import time
 
 from . import blockdisk, cgroup, cleanup, progress, results, servers
-from .bench import SCENARIOS, common, journal, load, past
+from .bench import SCENARIOS, journal, load, past, probe
 
 PROG = "libception bench"
+EX_TEMPFAIL = 75   # sysexits.h: stopped by --stop-after, to be resumed
 
 
 def add_arguments(p):
@@ -57,6 +59,10 @@ def add_arguments(p):
                         "name contains one (e.g. --only nginx)")
     p.add_argument("--port", type=int, default=None,
                    help="web server port (default 18700, or the next free one)")
+    p.add_argument("--stop-after", metavar="DURATION",
+                   help="start no probe that would end later than DURATION from now "
+                        "(seconds, or with m or h: 150m, 2.5h); then stop, exit status 75, "
+                        "and --resume continues there")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override one of the scenario's settings (a top-level key; VALUE "
                         "as JSON, else a string), e.g. --set mixed_size=1M; recorded in "
@@ -91,6 +97,15 @@ def _remove_stale_groups():
         if len(parts) > 2 and parts[0] == "bench" and parts[1].isdigit() \
                 and not os.path.exists(f"/proc/{parts[1]}"):
             cgroup.MemoryGroup(name).destroy()
+
+
+def parse_duration(text):
+    """Seconds from "90", "150m" or "2.5h"; ValueError otherwise."""
+    scale = {"s": 1, "m": 60, "h": 3600}.get(text[-1:], None)
+    value = float(text[:-1] if scale else text)
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(text)
+    return value * (scale or 1)
 
 
 def _hours(seconds):
@@ -189,6 +204,14 @@ def main(args):
     except ValueError as e:
         print(f"{PROG}: --set {e}", file=sys.stderr)
         return 2
+    stop_at = None   # --stop-after, on the monotonic clock
+    if args.stop_after is not None:
+        try:
+            stop_at = time.monotonic() + parse_duration(args.stop_after)
+        except ValueError:
+            print(f"{PROG}: --stop-after {args.stop_after}: expected a duration: "
+                  "seconds, or with m or h (150m, 2.5h)", file=sys.stderr)
+            return 2
     settings["method"] = "quick" if args.quick else settings.get("method", "steady")
     out = os.path.abspath(args.out or _default_out(args.scenario))
     os.makedirs(out, exist_ok=True)
@@ -220,10 +243,10 @@ def main(args):
     def log_plain(msg):
         print(msg, flush=True)
 
-    from .bench.rig import Rig
+    from .bench.rig import Rig, TimeUp
     prog.line(f"{args.scenario}: results into {out}")
     if search:
-        per = common.probe_seconds(search)
+        per = probe.probe_seconds(search)
         prog.line(f"{args.scenario}: estimated time at most {_hours(steps * len(seeds) * per)} "
                   f"({steps} rates x {len(seeds)} seeds x ~{per:.0f} s, method "
                   f"{settings['method']}; probes rerun for other load come on top)")
@@ -241,7 +264,12 @@ def main(args):
             rig.only = [o for o in (args.only or "").split(",") if o]
             rig.disk = {k: settings[k] for k in blockdisk.DISK_SETTINGS if k in settings}
             rig.journal = journal.Journal(out, res.commit)
+            rig.stop_at = stop_at
             rc = mod.run(rig, settings)
+    except TimeUp as e:
+        print(f"{PROG}: --stop-after {args.stop_after}: stopped between probes ({e}); "
+              f"cleaned up; rerun with --resume --out {out} to continue", file=sys.stderr)
+        return EX_TEMPFAIL
     except (KeyboardInterrupt, cleanup.Interrupted):
         print(f"{PROG}: interrupted; cleaned up; rerun with --resume --out {out} to continue",
               file=sys.stderr)

@@ -140,16 +140,6 @@ def search_settings(quick, start, duration=None):
     return s
 
 
-def probe_seconds(search):
-    """About how long one probe takes (settling and set-up included)."""
-    judged = search["duration"]
-    if search.get("judged_sessions"):
-        judged = search["judged_sessions"] / search["start"]
-    # filling the page cache with the past's reads: ~1 minute for 8 GiB
-    fill = 60 if search.get("past_s") else 0
-    return (search.get("warmup_s") or 0) + judged + fill + 15
-
-
 def profile_device(rig, point, path, target, budget):
     """Run receptiond-profile on the device under `target` for at most
     `budget` seconds; keep its JSON at `path` and in the results under

@@ -67,6 +67,16 @@ def judged_seconds(settings, rate):
     return round(n / rate, 3) if n else settings["duration"]
 
 
+def probe_seconds(search):
+    """About how long one probe takes (settling and set-up included)."""
+    judged = search["duration"]
+    if search.get("judged_sessions"):
+        judged = search["judged_sessions"] / search["start"]
+    # filling the page cache with the past's reads: ~1 minute for 8 GiB
+    fill = 60 if search.get("past_s") else 0
+    return (search.get("warmup_s") or 0) + judged + fill + 15
+
+
 def run_load(h, cfg, settings, rate, seed):
     """Run vidload at `rate` sessions/s.  cfg["loads"] splits the rate over
     several libraries served under URL prefixes (two disks: one vidload

@@ -68,6 +68,8 @@ class Rig:
         self.disk = {}   # the scenario's disk settings (blockdisk.DISK_SETTINGS)
         self.journal = None   # journal.Journal: every probe persisted as it ends
         self._replaying = False   # in replays(): the journal alone answers
+        self.stop_at = None   # --stop-after: no probe starts that would end past it
+        self._longest = 0.0   # the longest probe measured in this run, seconds
 
     def with_disk(self, cfg):
         """`cfg` with the scenario's disk and block-queue knobs, which the
@@ -248,9 +250,12 @@ class Rig:
         if done is not None:
             self.progress.skip(f"{what}: probe")
             return done
+        self.check_time_left(settings, what)
+        started = time.monotonic()
         self.progress.begin(what)
         rec = probe.probe(self, h, cfg, settings, rate, seed)
         self.progress.end()
+        self._longest = max(self._longest, time.monotonic() - started)
         attempt = 1
         if rec["other_cpu"]["disturbed"]:
             first = rec
@@ -266,6 +271,19 @@ class Rig:
                             "first": {k: first[k] for k in ("other_cpu", "failed_pct", "pass")}}
         self._persist(point, h.tag, rec, attempt)
         return rec
+
+    def check_time_left(self, settings, what):
+        """Raise TimeUp rather than start a probe that would end past
+        `stop_at` (--stop-after): a probe cut short is lost, one not begun
+        costs nothing, and --resume starts there.  A probe is expected to
+        take as long as the longest this run has measured, else the
+        scenario's estimate (one attempt: a re-run for other load can
+        overrun)."""
+        if self.stop_at is None:
+            return
+        need = self._longest or probe.probe_seconds(settings)
+        if time.monotonic() + need > self.stop_at:
+            raise TimeUp(f"next: {what} (about {need:.0f} s)")
 
     def replays(self, run):
         """Whether `run()` goes through on the journal alone, every probe
@@ -283,6 +301,10 @@ class Rig:
     def _persist(self, point, tag, rec, attempt, superseded=False):
         if self.journal is not None and point is not None:
             self.journal.add(point, tag, rec, attempt, superseded)
+
+
+class TimeUp(Exception):
+    """The next probe would end past --stop-after (Rig.check_time_left)."""
 
 
 class ReplayMiss(Exception):

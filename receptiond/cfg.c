@@ -16,6 +16,7 @@ struct rd_cfg rd_cfg = {
 	.max_devices = 64,
 	.device_idle = 60,
 	.watch_deadline_ms = RD_WATCH_DEFAULT_DEADLINE_MS,
+	.watch_due = 1,
 	.watch_spin_us = RD_WATCH_DEFAULT_SPIN_US,
 	.watch_quiet = RD_WATCH_DEFAULT_QUIET,
 	.watch_recheck_ms = RD_WATCH_DEFAULT_RECHECK_MS,

@@ -41,6 +41,7 @@ struct rd_cfg {
 	char *watch_paths[RD_WATCH_MAX_PATHS]; /* --watch: mounts to mark */
 	unsigned nwatch;
 	unsigned watch_deadline_ms;
+	int watch_due;              /* --watch-due: a watched miss is due at the deadline */
 	unsigned watch_spin_us;
 	uint64_t watch_quiet;       /* --watch-quiet: largest file quieted, 0 = none */
 	unsigned watch_recheck_ms;  /* --watch-recheck: quieted files heard again */

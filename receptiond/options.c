@@ -27,7 +27,7 @@ enum {
 	/* settings: flags and file keys */
 	O_SOCKET = 1, O_FOREGROUND, O_PREFETCH, O_POLICY, O_QUEUE_DEPTH, O_IDLE_TIMEOUT,
 	O_ORDER, O_DEADLINE, O_INFLIGHT, O_LOG, O_PIDFILE, O_METRICS_LISTEN, O_WATCH,
-	O_WATCH_DEADLINE, O_WATCH_SPIN, O_WATCH_QUIET, O_WATCH_RECHECK, O_ACCESS, O_USER_CONNS,
+	O_WATCH_DEADLINE, O_WATCH_DUE, O_WATCH_SPIN, O_WATCH_QUIET, O_WATCH_RECHECK, O_ACCESS, O_USER_CONNS,
 	O_USER_MISSES, O_USER_BYTES, O_USER_CLOSES, O_MAX_DEVICES, O_DEVICE_IDLE,
 	/* the command line only */
 	O_CONFIG, O_NO_CONFIG, O_CHECK_CONFIG, O_VERSION, O_HELP,
@@ -48,6 +48,7 @@ static const struct option opts[] = {
 	{ "metrics-listen", required_argument, 0, O_METRICS_LISTEN },
 	{ "watch", required_argument, 0, O_WATCH },
 	{ "watch-deadline", required_argument, 0, O_WATCH_DEADLINE },
+	{ "watch-due", required_argument, 0, O_WATCH_DUE },
 	{ "watch-spin", required_argument, 0, O_WATCH_SPIN },
 	{ "watch-quiet", required_argument, 0, O_WATCH_QUIET },
 	{ "watch-recheck", required_argument, 0, O_WATCH_RECHECK },
@@ -71,8 +72,8 @@ static const char usage_text[] =
 	"                  [--policy [DEVICE=]NAME[:ARGS]]... [--queue-depth N]\n"
 	"                  [--order position|fifo] [--deadline MS] [--inflight N]\n"
 	"                  [--idle-timeout SEC] [--log FILE] [--pidfile FILE]\n"
-	"                  [--watch PATH]... [--watch-deadline MS] [--watch-spin US]\n"
-	"                  [--watch-quiet SIZE] [--watch-recheck MS]\n"
+	"                  [--watch PATH]... [--watch-deadline MS] [--watch-due yes|no]\n"
+	"                  [--watch-spin US] [--watch-quiet SIZE] [--watch-recheck MS]\n"
 	"                  [--metrics-listen ADDR:PORT] [--access all|owner|group:NAME]\n"
 	"                  [--user-conns N] [--user-misses N] [--user-bytes SIZE] [--user-closes N]\n"
 	"                  [--max-devices N] [--device-idle SEC] [--config FILE | --no-config]\n"
@@ -99,6 +100,7 @@ static const char help_text[] =
 	"  --watch PATH            watch mode: fanotify pre-content events on PATH's mount;\n"
 	"                          repeatable (up to 16)\n"
 	"  --watch-deadline MS     a watched reader waits at most MS (1-60000, default 500)\n"
+	"  --watch-due yes|no      the queue serves a watched miss by its deadline (default yes)\n"
 	"  --watch-spin US         poll for the next event this long before sleeping (0-10000, default 50)\n"
 	"  --watch-quiet SIZE      no more events for a file up to SIZE found wholly cached\n"
 	"                          (default 2M; 0: never)\n"
@@ -208,6 +210,11 @@ static int set(int code, const char *name, const char *val, int from_file, char 
 		if (parse_uint(val, &rd_cfg.watch_deadline_ms, 60000) == 0 && rd_cfg.watch_deadline_ms)
 			return 0;
 		snprintf(err, n, "%s \"%s\": expected milliseconds from 1 to 60000", name, val);
+		return -1;
+	case O_WATCH_DUE:
+		if (parse_bool(val, &rd_cfg.watch_due) == 0)
+			return 0;
+		snprintf(err, n, "%s \"%s\": expected yes or no", name, val);
 		return -1;
 	case O_WATCH_SPIN:
 		if (parse_uint(val, &rd_cfg.watch_spin_us, 10000) == 0)

@@ -49,8 +49,10 @@ struct rd_waiter {
 	uint64_t id;              /* the client's request id */
 	uint64_t offset, length;
 	uint64_t arrival_ns;
-	uint64_t due_ns;          /* when its program stops waiting (watch mode's
+	uint64_t letgo_ns;        /* when its program stops waiting (watch mode's
 	                           * listener lets it go), or 0: it does not say */
+	uint64_t due_ns;          /* when the order is to have read it (QUEUE ORDER
+	                           * rule 3), or 0: the order's --deadline */
 	int silent;               /* a look-ahead (LC_F_LOOKAHEAD): no answer */
 	uint64_t charged;         /* bytes taken from its user's quota */
 };

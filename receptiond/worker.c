@@ -152,10 +152,12 @@ void rd_device_submit(struct rd_device *d, struct rd_conn *c, const struct lc_en
 	struct rd_waiter *w = calloc(1, sizeof *w);
 	if (!w)
 		goto busy_nolock;
-	/* watch mode's listener lets its reader go at the watch deadline */
-	uint64_t due = c->own ? now + (uint64_t)rd_cfg.watch_deadline_ms * 1000000u : 0;
+	/* watch mode's listener lets its reader go at the watch deadline,
+	 * and the order serves it by then unless told not to (--watch-due) */
+	uint64_t letgo = c->own ? now + (uint64_t)rd_cfg.watch_deadline_ms * 1000000u : 0;
 	*w = (struct rd_waiter){ .conn = c, .id = m->h.id, .offset = lo, .length = hi - lo,
-	                         .arrival_ns = now, .due_ns = due, .silent = silent,
+	                         .arrival_ns = now, .letgo_ns = letgo,
+	                         .due_ns = rd_cfg.watch_due ? letgo : 0, .silent = silent,
 	                         .charged = whi - lo > hi - lo ? whi - lo : hi - lo };
 	if (take_share(c, w))
 		goto busy_nolock;
@@ -257,7 +259,7 @@ enum rd_waiter_state rd_waiter_state(const struct rd_waiter *w, uint64_t now)
 		return RD_W_GONE;
 	if (w->silent)
 		return RD_W_LET_GO;
-	if (w->due_ns && now >= w->due_ns)
+	if (w->letgo_ns && now >= w->letgo_ns)
 		return RD_W_LET_GO;
 	return RD_W_WAITING;
 }

@@ -34,7 +34,7 @@ def test_every_flag_is_a_key(tmp_path):
               "policy": "fixed:1M", "queue-depth": "16", "idle-timeout": "30",
               "log": str(tmp_path / "log"), "pidfile": str(tmp_path / "pid"),
               "metrics-listen": "127.0.0.1:9", "watch": str(tmp_path), "watch-deadline": "100",
-              "watch-spin": "0", "watch-quiet": "1M", "watch-recheck": "500",
+              "watch-due": "no", "watch-spin": "0", "watch-quiet": "1M", "watch-recheck": "500",
               "order": "fifo", "deadline": "100", "inflight": "2",
               "access": "all", "user-conns": "16", "user-misses": "8", "user-bytes": "64M",
               "user-closes": "32", "max-devices": "4", "device-idle": "5"}
@@ -55,6 +55,7 @@ def test_bad_lines_are_named(tmp_path):
              ("config = /x\n", 1, 'unknown setting "config"'),
              ("prefetch =\n", 1, "prefetch: no value"),
              ("foreground = maybe\n", 1, "expected yes or no"),
+             ("watch-due = soon\n", 1, 'watch-due "soon": expected yes or no'),
              ("policy = nosuch\n", 1, "unknown"),
              ("metrics-listen = localhost:9100\n", 1, "no host names"),
              ("metrics-listen = 127.0.0.1:0\n", 1, "expected 1 to 65535")]

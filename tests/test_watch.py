@@ -401,17 +401,19 @@ def test_many_readers_at_once_are_all_queued(ext4_on_hddsim, watcher):
     assert watch["waiting_max"] > 8, watch
 
 
-def test_windows_for_readers_let_go_are_not_read_late(ext4_on_hddsim, watcher):
+@pytest.mark.parametrize("due", ["yes", "no"])
+def test_windows_for_readers_let_go_are_not_read_late(ext4_on_hddsim, watcher, due):
     """48 readers each read a cold file's first 4 KiB at once; with a 1 ms
     watch deadline each is let go at once and reads it for itself.  A
     window nobody has asked for within the queue's --deadline (50 ms here)
     is dropped unread (`abandoned`), not read later for nobody, and the
     listener still gets its answer (it frees the reader's slot and
-    descriptor on it)."""
+    descriptor on it).  The daemon knows a reader let go whether or not
+    the order serves watched misses by their deadline (--watch-due)."""
     from fixtures_hostile import proc_fds, settle
     n, size = 48, 2 << 20
     mnt, paths, want = ext4_on_hddsim(n, size)
-    w = watcher([mnt], "--watch-deadline", "1", "--deadline", "50")
+    w = watcher([mnt], "--watch-deadline", "1", "--deadline", "50", "--watch-due", due)
     fds_before = proc_fds(w.proc.pid)
     assert _read_together(paths, 4096) == [x[:4096] for x in want]
     # A reader let go may read its page before the daemon looks: that

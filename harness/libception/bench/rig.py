@@ -148,6 +148,8 @@ class Rig:
                     args += ["--watch", m.path]
                 if cfg.get("watch_deadline_ms") is not None:
                     args += ["--watch-deadline", str(cfg["watch_deadline_ms"])]
+                if cfg.get("watch_due") is not None:
+                    args += ["--watch-due", "yes" if cfg["watch_due"] else "no"]
             if cfg.get("prefetch") is not None:
                 args += ["--prefetch", str(cfg["prefetch"])]
             if cfg.get("policy"):   # a sizing policy (docs/prefetch-sizing.md)
@@ -394,6 +396,8 @@ def describe(cfg):
         parts.append("look-ahead")
     if cfg.get("watch_deadline_ms") is not None:
         parts.append(f"watch deadline {cfg['watch_deadline_ms']} ms")
+    if cfg.get("watch_due") is not None:
+        parts.append(f"watch due {'yes' if cfg['watch_due'] else 'no'}")
     for key in QUEUE_ORDER_FLAGS:
         if cfg.get(key) is not None:
             parts.append(f"{key} {cfg[key]}")

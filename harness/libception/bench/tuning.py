@@ -123,7 +123,7 @@ def configure(base, server, kind, point):
     # QUEUE ORDER), watch mode's deadline and the library's look-ahead:
     # not in any grid, set by a comparison's configuration
     for key in ("read_ahead_kb", "scheduler", "max_sectors_kb", "order", "deadline_ms",
-                "inflight", "watch_deadline_ms", "lookahead"):
+                "inflight", "watch_deadline_ms", "watch_due", "lookahead"):
         if key in point:
             cfg[key] = point[key]
     if kind in ("libception", WATCH):

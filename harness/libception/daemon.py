@@ -240,13 +240,19 @@ def start(path=None, detached=True, args=(), in_cgroup=None, log=None, env=None,
                               or f"receptiond exited with status {proc.returncode}")
         return stats(path)["pid"]
     deadline = time.monotonic() + 30
-    while not is_listening(path):
-        if proc.poll() is not None:
-            raise DaemonError(f"receptiond exited with status {proc.returncode}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise DaemonError("receptiond did not start listening in 30 s")
-        time.sleep(0.02)
+    try:
+        while not is_listening(path):
+            if proc.poll() is not None:
+                raise DaemonError(f"receptiond exited with status {proc.returncode}")
+            if time.monotonic() > deadline:
+                raise DaemonError("receptiond did not start listening in 30 s")
+            time.sleep(0.02)
+    except BaseException:
+        # Until it is returned nobody else can stop it: a SIGTERM to a
+        # benchmark in this wait left a watching daemon behind once.
+        proc.kill()
+        proc.wait()
+        raise
     return proc
 
 

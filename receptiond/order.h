@@ -50,9 +50,9 @@ enum rd_pick_rule { RD_PICK_DEADLINE, RD_PICK_SWEEP, RD_PICK_FIFO, RD_PICK_RULES
 
 struct rd_order_cand {
 	uint64_t since_ns;   /* demand: first demand waiter's arrival; else the request's */
-	uint64_t due_ns;     /* demand: when its first waiting program stops waiting,
-	                      * if it says (else 0); due no later than since_ns plus
-	                      * the order's deadline either way */
+	uint64_t due_ns;     /* demand: the earliest due time its waiting programs
+	                      * ask for (rd_waiter.due_ns), else 0; due no later
+	                      * than since_ns plus the order's deadline either way */
 	uint64_t pos;        /* disk byte offset of the window's start, or RD_POS_UNKNOWN */
 	uid_t uid;
 	int demand;          /* a program waits for it */

@@ -81,7 +81,7 @@ static enum rd_waiter_state state_of(const struct rd_queue *q, const struct rd_w
 }
 
 /* A request is demand while a program is blocked on it, since the first
- * such program asked, and due when the first of them stops waiting. */
+ * such program asked, and due at the earliest due time they ask for. */
 static void describe(const struct rd_queue *q, const struct rd_req *r, uint64_t now,
                      struct rd_order_cand *c)
 {

@@ -120,7 +120,7 @@ def configure(base, server, kind, point):
         t.update({"aio": "threads", "thread_pool": n} if n else {"aio": "off"})
     cfg = {**base, "server": server, "mode": "vanilla", "tunables": t}
     # the disk's knobs, receptiond's queue order (docs/receptiond.md
-    # QUEUE ORDER), watch mode's deadline and the library's look-ahead:
+    # QUEUE ORDER), watch mode's deadline and due times, the library's look-ahead:
     # not in any grid, set by a comparison's configuration
     for key in ("read_ahead_kb", "scheduler", "max_sectors_kb", "order", "deadline_ms",
                 "inflight", "watch_deadline_ms", "watch_due", "lookahead"):

@@ -291,6 +291,7 @@ class ThresholdRig:
         self.out, self.work = str(out), str(out)
         self.thresholds, self.disturbed, self.carried = thresholds, set(disturbed), set(carried)
         self.calls, self.lines, self.recorded = [], [], {}
+        self.starts = {}   # (round, label): (start, growth) of its search
         self.results = self
         self.journal = None
 
@@ -308,6 +309,7 @@ class ThresholdRig:
     def max_rate(self, cfg, tag, settings, point):
         label = point["config"]
         self.calls.append((point["round"], label))
+        self.starts[(point["round"], label)] = (settings["start"], settings.get("growth"))
         probes = []
         for rate in (2.0, 4.0, 8.0, 16.0, 32.0):
             for seed in range(1, settings["seeds"] + 1):
@@ -343,6 +345,21 @@ def test_compare_runs_balanced_rounds_reports_every_one_and_reruns_a_disturbed_o
     assert (lib_van["num"], lib_van["den"]) == ("libception", "vanilla")
     assert lib_van["ratio"] == pytest.approx(4.0) and lib_van["met"]   # 16 / 4 every round
     assert "libception / vanilla: 4.00" in text and "target >= 2 met" in text
+
+
+def test_untuned_kinds_start_later_rounds_at_their_first_answer(tmp_path):
+    from libception.bench import compare
+    s = compare.settings(True)
+    s.update(disk="fuse", rounds=3, seeds=3, resamples=300, kinds=["vanilla", "libception"])
+    rig = ThresholdRig(tmp_path, {"vanilla": 4, "libception": 15})
+    assert compare.run(rig, s) == 0
+    guess, step = s["search"]["start"], 1 + s["search"]["rel_resolution"]
+    # round 1 searches from the guess, doubling; later rounds from round
+    # 1's answer (4 and 16 on ThresholdRig's grid), by the resolution
+    assert rig.starts[(1, "vanilla")] == rig.starts[(1, "libception")] == (guess, None)
+    for n in (2, 3):
+        assert rig.starts[(n, "vanilla")] == (4.0, step)
+        assert rig.starts[(n, "libception")] == (16.0, step)
 
 
 def test_a_round_that_two_machines_measured_is_run_again(tmp_path):

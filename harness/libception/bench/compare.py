@@ -174,12 +174,6 @@ def run(rig, s):
     # every seed at every rate: the bootstrap needs each (rate, seed) verdict
     search = dict(s["search"], seeds=s["seeds"], all_seeds=True)
     rounds = []   # {"n", "order", "outcomes", "disturbance", "rerun_of"}
-    # A kind with no tuned answer starts its later rounds at the first
-    # answer it got, stepping by the resolution, as a tuned kind does
-    # from its tuning: a search from the guess spends three or four rates
-    # on every seed finding the bracket, each round.  The journal replays
-    # round 1 the same way on a resume, so the later starts do not move.
-    first_answer = {}
     slot, reruns, pending = 0, 0, None
     while sum(1 for r in rounds if not r["disturbance"]) < s["rounds"]:
         n = len(rounds) + 1
@@ -190,14 +184,15 @@ def run(rig, s):
             out = {}
             for label, kind, point, start in order:
                 cfg = tuning.configure(base, s["server"], kind, point)
-                start = start or first_answer.get(label)
+                # a kind with no tuned answer starts its later rounds at the
+                # first answer it got: a search from the guess spends three
+                # or four rates on every seed finding the bracket, each round
+                start = start or first_answer(rounds, label)
                 # from a measured answer, step by the resolution, not by doubling
                 step = {"growth": 1 + search.get("rel_resolution", 0.1)} if start else {}
                 out[label] = rig.max_rate(
                     cfg, f"r{n}-{label}", dict(search, start=start or search["start"], **step),
                     {"part": "round", "round": n, "config": label})
-                if out[label].get("answer") is not None:
-                    first_answer.setdefault(label, out[label]["answer"])
             return out
         if reruns + restarts(rig, n) < s["reruns"]:
             restart_here(rig, n, measure)
@@ -221,6 +216,13 @@ def run(rig, s):
     for line in report(summary, s):
         rig.log_plain(f"libception bench: {line}")
     return 0
+
+
+def first_answer(rounds, label):
+    """The first answer `label` got in the rounds so far (on a resume the
+    journal replays them alike, so a later round's start does not move)."""
+    return next((r["outcomes"][label]["answer"] for r in rounds
+                 if r["outcomes"][label].get("answer") is not None), None)
 
 
 def summarize(rounds, labels, s):

@@ -388,6 +388,54 @@ def test_a_comparisons_summary_keeps_every_round_and_interval_and_prints_as_resu
     assert p.stdout == text + "\n"
 
 
+def _daemon(pid, uptime, misses, let_go, dropped):
+    return {"pid": pid, "uptime_s": uptime,
+            "devices": [{"misses": misses, "abandoned": dropped}],
+            "watch": {"answered_at_deadline": let_go}}
+
+
+def test_probe_rows_show_each_probes_own_share_of_the_daemons_counters(tmp_path):
+    """`libception results probes` prints every probe in the journal's
+    order; the daemon's counters are cumulative over its life, so a row
+    shows the difference from the same daemon's previous probe, and a
+    daemon that starts again (a new round, or the same pid with a smaller
+    uptime) starts from zero."""
+    from libception import probe_table
+    j = journal.Journal(str(tmp_path), "abc")
+    van = {"part": "round", "round": 1, "config": "vanilla"}
+    watch = {"part": "round", "round": 1, "config": "watch"}
+    j.add(van, "vanilla", {**_probe(4.0, 1), "failed": 0, "past": {"failed": 3, "running": 40},
+                           "warmup_failed": 1, "warmup_started": 50,
+                           "disk_time": {"busy_share": 0.999, "transfer_share": 0.13,
+                                         "commands": {"<=4K": 12, "4K-128K": 3400}}})
+    j.add(watch, "watch", {**_probe(6.0, 1), "daemon_stats": _daemon(7, 300.0, 100, 10, 4)})
+    j.add(watch, "watch", {**_probe(6.0, 2), "daemon_stats": _daemon(7, 610.0, 250, 10, 9)},
+          attempt=1, superseded=True)
+    j.add(watch, "watch", {**_probe(6.0, 2), "daemon_stats": _daemon(7, 900.0, 400, 35, 9)})
+    j.add(watch, "watch", {**_probe(7.0, 1), "daemon_stats": _daemon(7, 280.0, 90, 0, 1)})
+    j.add(watch, "watch", {**_probe(7.0, 2), "daemon_stats": None})
+    rows = probe_table.rows(journal.read(j.path))
+    assert [r[0] for r in rows] == [1, 2, "3 superseded", 4, 5, 6]
+    assert rows[0][1:12] == ["vanilla", "4", 1, "0/100", "1/50", "3/40", "100%", "13%",
+                             "12, 3400", "8", "0.1"]
+    assert rows[0][12:] == ["-", "-", "-"]                    # no daemon
+    assert [r[12:] for r in rows[1:]] == [[100, 10, 4], [150, 0, 5], [150, 25, 0],
+                                          [90, 0, 1], ["-", "-", "-"]]
+    assert rows[1][8] == "40%" and rows[1][10] == "8"
+    assert probe_table.rows(journal.read(j.path), first=4) == rows[3:]
+    assert "(not steady)" in probe_table.rows([{**journal.read(j.path)[0], "probe": {
+        **_probe(8.0, 1, ok=False)}}])[0][8]
+    p = subprocess.run([LIBCEPTION, "results", "probes", str(tmp_path), "--from", "5"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("| # | configuration | rate | seed |") and len(lines) == 4
+    assert lines[2].startswith("| 5 | watch | 7 | 1 |") and lines[2].endswith("| 90 | 0 | 1 |")
+    p = subprocess.run([LIBCEPTION, "results", "probes", str(tmp_path / "none")],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "no such journal" in p.stderr
+
+
 def _kept(path):
     return [(e["point"]["config"], e["rate"], e["seed"])
             for e in journal.read(str(path)) if not e["superseded"]]

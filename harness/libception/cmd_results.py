@@ -1,12 +1,13 @@
 """A benchmark run's raw results, made small: `libception results
-summarize DIR`, `libception results table DIR|SUMMARY` and `libception
-results carry DIR FILE`.
+summarize DIR`, `libception results table DIR|SUMMARY`, `libception
+results probes DIR` and `libception results carry DIR FILE`.
 
 The summary (docs/benchmark.md, "Results files") holds the run's
 metadata, its answers with the disk figures at each, a comparison's
 rounds and intervals, and one row per probe: a few KB, for
 docs/results/; the raw files stay in DIR.  The table is that summary as
-docs/results.md shows it (Markdown).  The carried journal is the run's
+docs/results.md shows it (Markdown); the probes, one row per probe as
+the campaign notes keep them.  The carried journal is the run's
 probes without their bulk, what a run needs to be resumed on another
 machine ("Carrying a run to another machine").
 """
@@ -14,7 +15,7 @@ import json
 import os
 import sys
 
-from . import results, results_table, summary
+from . import probe_table, results, results_table, summary
 from .bench import journal
 
 PROG = "libception results"
@@ -30,6 +31,11 @@ def add_arguments(p):
                        "(Markdown)")
     t.add_argument("run", metavar="DIR|SUMMARY",
                    help="a `libception bench` output directory or a summary file")
+    r = sub.add_parser("probes", help="print every probe of a run, one row each in the "
+                       "journal's order (Markdown)")
+    r.add_argument("run", metavar="DIR", help="a `libception bench` output directory")
+    r.add_argument("--from", dest="first", metavar="N", type=int, default=1,
+                   help="start at the journal's Nth probe (default 1)")
     c = sub.add_parser("carry", help="write a run's journal without its bulk, to resume it "
                        "on another machine")
     c.add_argument("run", metavar="DIR", help="a `libception bench` output directory")
@@ -42,6 +48,8 @@ def main(args):
         return _carry(args)
     if args.action == "table":
         return _table(args)
+    if args.action == "probes":
+        return _probes(args)
     try:
         data, entries = summary.run_files(args.run)
     except results.ResultsError as e:
@@ -66,6 +74,15 @@ def _carry(args):
     at = ", ".join(c or "unknown" for c in journal.commits(entries))
     print(f"{PROG}: {args.dest}: {len(entries)} probe{'s' * (len(entries) != 1)} measured at {at}, "
           f"{os.path.getsize(args.dest)} bytes; resume in a worktree at that commit")
+    return 0
+
+
+def _probes(args):
+    path = os.path.join(args.run, journal.NAME)
+    if not os.path.exists(path):
+        print(f"{PROG}: {path}: no such journal", file=sys.stderr)
+        return 1
+    print("\n".join(probe_table.markdown(journal.read(path), args.first)))
     return 0
 
 

@@ -33,7 +33,8 @@ def _row(cells):
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
-def _table(head, rows):
+def markdown_table(head, rows):
+    """A Markdown table: the header row, its rule, then `rows`."""
     return [_row(head), _row(["---"] * len(head))] + [_row(r) for r in rows]
 
 
@@ -85,7 +86,7 @@ def comparison(summary):
                     + [figure(r["answers"].get(lab))
                        + (" (capped)" if lab in (r.get("capped") or []) else "")
                        for lab in labels] + [note or "-"])
-    lines += _table(["round", "order"] + labels + ["note"], rows)
+    lines += markdown_table(["round", "order"] + labels + ["note"], rows)
     lines += ["", f"Ratios over {cmp['rounds_used']} counted rounds x {cmp['seeds']} seeds "
               "(95% interval, two-stage bootstrap; met only when its lower end clears the "
               "target):", ""]
@@ -94,17 +95,17 @@ def comparison(summary):
              " ".join(_ratio(x["ratio"]) for x in t["rounds"]),
              f">= {t['at_least']:g}", "met" if t["met"] else "**not met**"]
             for t in cmp["ratios"]]
-    lines += _table(["ratio", "value", "interval", "per round", "target", "verdict"], rows)
+    lines += markdown_table(["ratio", "value", "interval", "per round", "target", "verdict"], rows)
     figures = [n for n in NAMES if any(n in f for f in cmp["at_answer"].values())]
     lines += ["", "At each configuration's answer, mean over rounds and seeds (95% "
               "interval):", ""]
-    lines += _table(["configuration"] + [NAMES[n] for n in figures] + ["settings"],
+    lines += markdown_table(["configuration"] + [NAMES[n] for n in figures] + ["settings"],
                     [[lab] + [_interval(cmp["at_answer"].get(lab, {}).get(n)) for n in figures]
                      + [config.get(lab) or "-"] for lab in labels])
     if cmp.get("answer_targets"):
         lines += ["", "Targets on those figures (met only when the whole interval clears "
                   "the bound):", ""]
-        lines += _table(["configuration", "figure", "target", "value", "verdict"],
+        lines += markdown_table(["configuration", "figure", "target", "value", "verdict"],
                         [[t["config"], NAMES.get(t["metric"], t["metric"]),
                           f">= {t['at_least']:g}" if "at_least" in t else f"< {t['below']:g}",
                           _interval(t), "met" if t["met"] else "**not met**"]
@@ -122,7 +123,7 @@ def answers(summary):
                      "unfinished" if a.get("unfinished") else figure(a.get("answer")),
                      figure(a.get("failed_above")), figure(at.get("transfer_share")),
                      figure(at.get("busy_share")), figure(at.get("queue_wait_p99_ms"))])
-    return _table(["configuration", "answer (sessions/s)", "first failing rate",
+    return markdown_table(["configuration", "answer (sessions/s)", "first failing rate",
                    NAMES["transfer_share"], NAMES["busy_share"], NAMES["queue_wait_p99_ms"]],
                   rows)
 

@@ -100,16 +100,18 @@ def comparison(summary):
     lines += ["", "At each configuration's answer, mean over rounds and seeds (95% "
               "interval):", ""]
     lines += markdown_table(["configuration"] + [NAMES[n] for n in figures] + ["settings"],
-                    [[lab] + [_interval(cmp["at_answer"].get(lab, {}).get(n)) for n in figures]
-                     + [config.get(lab) or "-"] for lab in labels])
+                            [[lab] + [_interval(cmp["at_answer"].get(lab, {}).get(n))
+                                      for n in figures]
+                             + [config.get(lab) or "-"] for lab in labels])
     if cmp.get("answer_targets"):
         lines += ["", "Targets on those figures (met only when the whole interval clears "
                   "the bound):", ""]
         lines += markdown_table(["configuration", "figure", "target", "value", "verdict"],
-                        [[t["config"], NAMES.get(t["metric"], t["metric"]),
-                          f">= {t['at_least']:g}" if "at_least" in t else f"< {t['below']:g}",
-                          _interval(t), "met" if t["met"] else "**not met**"]
-                         for t in cmp["answer_targets"]])
+                                [[t["config"], NAMES.get(t["metric"], t["metric"]),
+                                  f">= {t['at_least']:g}" if "at_least" in t
+                                  else f"< {t['below']:g}",
+                                  _interval(t), "met" if t["met"] else "**not met**"]
+                                 for t in cmp["answer_targets"]])
     return lines
 
 
@@ -124,8 +126,9 @@ def answers(summary):
                      figure(a.get("failed_above")), figure(at.get("transfer_share")),
                      figure(at.get("busy_share")), figure(at.get("queue_wait_p99_ms"))])
     return markdown_table(["configuration", "answer (sessions/s)", "first failing rate",
-                   NAMES["transfer_share"], NAMES["busy_share"], NAMES["queue_wait_p99_ms"]],
-                  rows)
+                           NAMES["transfer_share"], NAMES["busy_share"],
+                           NAMES["queue_wait_p99_ms"]],
+                          rows)
 
 
 def markdown(summary):

@@ -382,10 +382,11 @@ class _Stop(Exception):
 def _carried_compare(tmp_path, monkeypatch, reruns):
     """A two-kind compare on a real Rig, Journal and Results (the setup and
     the probe replaced: each configuration passes at most its threshold),
-    stopped on machine "old" one probe into round 2, then resumed on
-    machine "new" in the same directory, as a run carried midway is.
-    Returns (the second run's probes as (tag, rate, seed), its log, the
-    journal's entries, the summary)."""
+    stopped on machine "old" one probe into round 2, its journal carried
+    (`results carry`) to machine "new" and resumed there in a fresh
+    directory, as a run carried midway is: the new machine has the
+    journal and nothing else.  Returns (the second run's probes as (tag,
+    rate, seed), its log, the journal's entries, the summary)."""
     from libception import progress, results
     from libception.bench import compare, journal, probe, rig as rigmod
     s = compare.settings(True)
@@ -415,27 +416,30 @@ def _carried_compare(tmp_path, monkeypatch, reruns):
     monkeypatch.setattr(rigmod.Rig, "teardown", lambda self, h: None)
     lines = []
 
-    def run(boot):
+    def run(boot, directory):
         monkeypatch.setattr(results, "boot_id", lambda: boot)
-        res = results.Results(str(tmp_path / "compare.json"), "compare", settings=s,
+        res = results.Results(str(directory / "compare.json"), "compare", settings=s,
                               resume=True)
-        rig = rigmod.Rig("compare", str(tmp_path), None, progress.Progress(1, out=io.StringIO()),
+        rig = rigmod.Rig("compare", str(directory), None, progress.Progress(1, out=io.StringIO()),
                          res, log=lines.append)
-        rig.journal = journal.Journal(str(tmp_path), res.commit)
+        rig.journal = journal.Journal(str(directory), res.commit)
         rig.log_plain = lines.append
         return compare.run(rig, s), res
 
     # machine "old": round 1 whole, then one probe of round 2
     state["stop_at"] = lambda tag: tag.startswith("r2-") and any(
         t.startswith("r2-") for t, _, _ in measured)
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir(), new.mkdir()
     with pytest.raises(_Stop):
-        run("old")
+        run("old", old)
     assert sum(t.startswith("r2-") for t, _, _ in measured) == 1
+    journal.carry(str(old), str(new / journal.NAME))
     del measured[:], lines[:]
     state["stop_at"] = None
-    assert run("new")[0] == 0
-    entries = journal.read(str(tmp_path / journal.NAME))
-    summary = results.load(str(tmp_path / "compare.json"))
+    assert run("new", new)[0] == 0
+    entries = journal.read(str(new / journal.NAME))
+    summary = results.load(str(new / "compare.json"))
     summary = next(r for r in summary["runs"] if r["point"] == {"part": "summary"})
     return measured, "\n".join(lines), entries, summary
 
@@ -456,6 +460,20 @@ def test_a_round_left_unfinished_on_another_machine_starts_again_here(tmp_path, 
     assert [r["restarted"] for r in summary["rounds"]] == [0, 1]
     assert "round 2:" in text and "begun again after a move to another machine (1x" in text
     assert summary["rounds_used"] == 2 and len(summary["rounds"]) == 2
+    # round 1, whole in the carried journal, is replayed along the path it
+    # was measured on: its later-round start (round 1's answer) must not
+    # leak into it (at 48403be it did, and Caddy's resume searched round 1
+    # again from its answer)
+    assert _round_probes(tmp_path / "new", 1) == _round_probes(tmp_path / "old", 1)
+
+
+def _round_probes(directory, n):
+    """Each configuration's probes (rate, seed) in round n of the compare
+    in `directory`, in the order its search measured them."""
+    from libception import results
+    runs = results.load(str(directory / "compare.json"))["runs"]
+    return {r["point"]["config"]: [(p["rate"], p["seed"]) for p in r["probes"]]
+            for r in runs if r["point"].get("part") == "round" and r["point"]["round"] == n}
 
 
 def test_a_restart_takes_one_of_the_reruns(tmp_path, monkeypatch):
